@@ -1,0 +1,122 @@
+//! The nested `cargo build` for nvptx64 and reading its results.
+
+use crate::{BuildError, NVPTX_TARGET};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub(crate) struct KernelBuild {
+    pub crate_name: String,
+    pub ptx: PathBuf,
+    pub sources: Vec<PathBuf>,
+}
+
+/// Variables of the outer build that must not leak into the nested one: they
+/// describe the outer package/target, and `RUSTC_WRAPPER`-style settings or
+/// host rustflags would be applied to the nvptx build.
+fn is_outer_build_var(key: &str) -> bool {
+    const KEEP: [&str; 2] = ["CARGO_HOME", "CARGO_NET_OFFLINE"];
+    if KEEP.contains(&key) {
+        return false;
+    }
+    key.starts_with("CARGO_")
+        || key.starts_with("RUSTC_")
+        || key.starts_with("DEP_")
+        || matches!(
+            key,
+            "RUSTFLAGS" | "RUSTDOCFLAGS" | "TARGET" | "HOST" | "OUT_DIR" | "PROFILE" | "OPT_LEVEL" | "DEBUG" | "NUM_JOBS"
+        )
+}
+
+/// `cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core` on
+/// the kernel crate, with release settings that kernels need (fat LTO so the
+/// device library is inlined, abort on panic, one codegen unit).
+pub(crate) fn build_kernel_crate(
+    manifest: &Path,
+    target_dir: &Path,
+    rustflags: &str,
+    rustc: &Path,
+) -> Result<KernelBuild, BuildError> {
+    let cargo = std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    for (k, _) in std::env::vars_os() {
+        if is_outer_build_var(&k.to_string_lossy()) {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("RUSTC", rustc)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .env("CARGO_ENCODED_RUSTFLAGS", rustflags)
+        .args(["build", "--release", "--target", NVPTX_TARGET, "-Zbuild-std=core"])
+        .args(["--message-format", "json-render-diagnostics"])
+        .args(["--config", "profile.release.lto=\"fat\""])
+        .args(["--config", "profile.release.panic=\"abort\""])
+        .args(["--config", "profile.release.codegen-units=1"])
+        .arg("--manifest-path")
+        .arg(manifest)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = cmd
+        .spawn()
+        .map_err(|source| BuildError::Spawn { what: format!("{} build (kernel crate)", cargo.display()), source })?;
+    let mut found: Option<(String, PathBuf)> = None;
+    let want_manifest = manifest.canonicalize().unwrap_or_else(|_| manifest.to_path_buf());
+    for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if msg["reason"] != "compiler-artifact" {
+            continue;
+        }
+        let from_this = msg["manifest_path"].as_str().map(PathBuf::from).is_some_and(|m| m == want_manifest);
+        if !from_this {
+            continue;
+        }
+        let name = msg["target"]["name"].as_str().unwrap_or_default().to_string();
+        if let Some(files) = msg["filenames"].as_array() {
+            for f in files.iter().filter_map(|f| f.as_str()) {
+                if f.ends_with(".ptx") {
+                    found = Some((name.clone(), PathBuf::from(f)));
+                }
+            }
+        }
+    }
+    let status = child.wait().map_err(|source| BuildError::Spawn { what: "cargo".into(), source })?;
+    if !status.success() {
+        return Err(BuildError::CargoFailed { manifest: manifest.to_path_buf(), status: status.to_string() });
+    }
+    let (crate_name, ptx) = found.ok_or_else(|| BuildError::NoPtx(manifest.to_path_buf()))?;
+    let sources = dep_info_sources(&ptx.with_extension("d"));
+    Ok(KernelBuild { crate_name, ptx, sources })
+}
+
+/// The source files named in cargo's dep-info file (`<artifact>.d`), leaving
+/// out the toolchain's own sources.
+fn dep_info_sources(dep_file: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(dep_file) else { return Vec::new() };
+    let Some((_, deps)) = text.split_once(": ") else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = deps.chars().peekable();
+    // Make-style list: spaces separate, `\ ` escapes a space.
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&' ') => {
+                cur.push(' ');
+                chars.next();
+            }
+            ' ' | '\n' | '\r' => {
+                if !cur.is_empty() {
+                    out.push(PathBuf::from(std::mem::take(&mut cur)));
+                }
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(PathBuf::from(cur));
+    }
+    out.retain(|p| !p.components().any(|c| c.as_os_str() == "rustlib"));
+    out
+}

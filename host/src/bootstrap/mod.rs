@@ -1,0 +1,34 @@
+//! Bootstrap: the out-of-band exchange PEs use before and beside the GPU
+//! (heap handles, collective-call checks, host barriers).
+//!
+//! - [`threads::ThreadsBootstrap`]: PEs as threads of one process, in memory.
+//! - [`socket::SocketBootstrap`]: one process per PE, over a Unix-domain socket
+//!   (PE 0 serves, the others connect), as set up by `gpushmem-run` or an
+//!   MPI/Slurm launcher ([`env::LaunchEnv`]).
+//!
+//! Every wait has a timeout ([`crate::Config::bootstrap_timeout`]) and its
+//! error names the PEs that did not arrive.
+
+pub mod env;
+pub mod socket;
+pub mod threads;
+
+use crate::Result;
+
+/// Collective out-of-band operations over all PEs of a job.
+pub trait Bootstrap: Send + Sync {
+    /// This PE's number.
+    fn rank(&self) -> usize;
+    /// Number of PEs.
+    fn size(&self) -> usize;
+    /// Every PE contributes `mine`; returns all contributions in PE order.
+    /// Contributions may differ in length.
+    fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
+    /// Returns once every PE has called it.
+    fn barrier(&self) -> Result<()> {
+        self.allgather(&[]).map(|_| ())
+    }
+    /// Tells the other PEs that this one failed, so that their waits end with
+    /// [`crate::Error::PeerFailed`] rather than a timeout (best effort).
+    fn abort(&self, why: &str);
+}

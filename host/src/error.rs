@@ -1,0 +1,150 @@
+//! The one error type of the host crate.
+
+use std::time::Duration;
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong on the host, with the context to act on it.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No CUDA driver library could be loaded, or it reports no GPU.
+    #[error("no CUDA driver/GPU found: {0}")]
+    NoGpu(String),
+    /// A CUDA driver call failed.
+    #[error("CUDA error in {call}: {source}")]
+    Cuda {
+        /// What was being done.
+        call: String,
+        /// The driver's error.
+        source: cudarc::driver::DriverError,
+    },
+    /// A setting (environment variable or builder option) has a bad value.
+    #[error("bad setting {name}={value:?}: {why}")]
+    Config {
+        /// The variable or option.
+        name: String,
+        /// Its value.
+        value: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A bootstrap wait ran out of time.
+    #[error("PE {me}: bootstrap {what} timed out after {timeout:?}; PE(s) {missing:?} did not arrive")]
+    BootstrapTimeout {
+        /// The PE that waited.
+        me: usize,
+        /// The operation (allgather, barrier, connect…).
+        what: String,
+        /// How long it waited.
+        timeout: Duration,
+        /// The PEs that did not arrive (empty when not known).
+        missing: Vec<usize>,
+    },
+    /// Another PE failed or left, so a collective operation cannot complete.
+    #[error("PE {me}: PE {peer} failed or left: {why}")]
+    PeerFailed {
+        /// The PE that noticed.
+        me: usize,
+        /// The PE that failed.
+        peer: usize,
+        /// What is known of it.
+        why: String,
+    },
+    /// The bootstrap's transport failed.
+    #[error("PE {me}: bootstrap I/O error during {what}: {source}")]
+    BootstrapIo {
+        /// The PE.
+        me: usize,
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// PEs made the same collective call with different arguments.
+    #[error("PE {me}: {call} arguments differ across PEs: {detail}")]
+    Mismatch {
+        /// The PE that noticed (every PE reports it).
+        me: usize,
+        /// The call.
+        call: &'static str,
+        /// Each PE's arguments.
+        detail: String,
+    },
+    /// The symmetric heap has no free range of the asked size.
+    #[error("symmetric heap exhausted: {requested} bytes (align {align}) asked, largest free range {largest_free} of {heap_size} bytes; raise GPUSHMEM_SYMMETRIC_SIZE")]
+    HeapExhausted {
+        /// Bytes asked for.
+        requested: u64,
+        /// Alignment asked for.
+        align: u64,
+        /// The largest free range.
+        largest_free: u64,
+        /// The heap's size.
+        heap_size: u64,
+    },
+    /// `free` of an offset that is not the start of a live allocation.
+    #[error("free of heap offset {offset:#x}: {why}")]
+    BadFree {
+        /// The heap offset.
+        offset: u64,
+        /// Double free, or not an allocation start.
+        why: &'static str,
+    },
+    /// A pointer or range that is not in the symmetric heap.
+    #[error("address {addr:#x} (+{len} bytes) is not inside the symmetric heap [{base:#x}, +{size:#x})")]
+    NotSymmetric {
+        /// The address.
+        addr: u64,
+        /// The length.
+        len: u64,
+        /// The heap's base.
+        base: u64,
+        /// The heap's size.
+        size: u64,
+    },
+    /// A PE number outside `0..n_pes`.
+    #[error("PE {pe} out of range (n_pes = {n_pes})")]
+    BadPe {
+        /// The PE.
+        pe: usize,
+        /// Number of PEs.
+        n_pes: usize,
+    },
+    /// A module that gpushmem cannot use.
+    #[error("module {name}: {why}")]
+    Module {
+        /// The module's name.
+        name: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A launch that cannot be made as asked.
+    #[error("launch of {kernel}: {why}")]
+    Launch {
+        /// The kernel.
+        kernel: String,
+        /// Why.
+        why: String,
+    },
+    /// A PE thread panicked (threads mode).
+    #[error("PE {pe} panicked: {message}")]
+    Panic {
+        /// The PE.
+        pe: usize,
+        /// The panic message.
+        message: String,
+    },
+}
+
+/// Wraps a driver error with the call it came from.
+pub(crate) trait CudaContext<T> {
+    /// Adds the call's description.
+    fn cuda(self, call: impl Into<String>) -> Result<T>;
+}
+
+impl<T> CudaContext<T> for std::result::Result<T, cudarc::driver::DriverError> {
+    fn cuda(self, call: impl Into<String>) -> Result<T> {
+        self.map_err(|source| Error::Cuda { call: call.into(), source })
+    }
+}

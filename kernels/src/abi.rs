@@ -1,0 +1,93 @@
+//! Types shared by the host and the device, laid out once, `#[repr(C)]`.
+//!
+//! Like NVSHMEM's device state, the struct carries a version and its own size,
+//! and its layout is pinned by compile-time asserts: a host and a kernel built
+//! from different versions are refused at module load (the host checks both
+//! the symbol's size and the version it writes).
+
+use bytemuck::{Pod, Zeroable};
+
+/// Version of [`State`]'s layout; bump on any change.
+pub const STATE_VERSION: u32 = 1;
+
+/// Name of the device-state global in every kernel module.
+pub const STATE_SYMBOL: &str = "GPUSHMEM_STATE";
+
+/// [`State::flags`] bit: check PE numbers and heap bounds in every call, trap with a message.
+pub const FLAG_DEBUG_CHECKS: u32 = 1;
+
+/// Bytes at the start of every PE's heap that the library keeps for itself
+/// ([`SyncArea`] and room to grow); user allocations start after it.
+pub const RESERVED_HEAP_BYTES: u64 = 64 * 1024;
+
+/// Largest number of PEs the reserved sync area has slots for.
+pub const MAX_PES: u32 = 4096;
+
+/// The per-PE device state.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct State {
+    /// [`STATE_VERSION`] when installed; 0 while no host has installed it.
+    pub version: u32,
+    /// `size_of::<State>()` as the host saw it.
+    pub size: u32,
+    /// This PE's number, `0..n_pes`.
+    pub my_pe: u32,
+    /// Number of PEs in the job.
+    pub n_pes: u32,
+    /// Device address of this PE's heap.
+    pub heap_base: u64,
+    /// Bytes in each PE's heap (the same on every PE).
+    pub heap_size: u64,
+    /// Device address of a `[u64; n_pes]` table: where each PE's heap is
+    /// mapped in this PE's address space; 0 where a PE is not reachable by
+    /// loads and stores (room for a proxy transport later).
+    pub peer_bases: u64,
+    /// [`FLAG_DEBUG_CHECKS`] and future flags.
+    pub flags: u32,
+    /// Reserved, zero.
+    pub reserved0: u32,
+    /// Bounded waits trap after this many nanoseconds without progress; 0 waits forever.
+    pub timeout_ns: u64,
+    /// Reserved for later versions, zero.
+    pub reserved: [u64; 4],
+}
+
+/// Layout of the library's sync area at offset 0 of every heap.
+///
+/// `barrier_flags[j]` on PE i is written only by PE j with the sequence number
+/// of the barrier it arrived at; sequence numbers only grow, so no slot ever
+/// needs resetting (no reset race between back-to-back barriers).
+pub mod sync_area {
+    /// Offset of this PE's own barrier sequence counter (u64, written only locally).
+    pub const BARRIER_SEQ: u64 = 0;
+    /// Offset of `barrier_flags: [u64; MAX_PES]` (own cache line).
+    pub const BARRIER_FLAGS: u64 = 128;
+}
+
+const _: () = {
+    assert!(core::mem::size_of::<State>() == 88);
+    assert!(core::mem::align_of::<State>() == 8);
+    assert!(core::mem::offset_of!(State, heap_base) == 16);
+    assert!(core::mem::offset_of!(State, peer_bases) == 32);
+    assert!(core::mem::offset_of!(State, timeout_ns) == 48);
+    assert!(sync_area::BARRIER_FLAGS + 8 * MAX_PES as u64 <= RESERVED_HEAP_BYTES);
+};
+
+impl State {
+    /// The state before the host installs it: version 0, which device code
+    /// treats as "not initialised".
+    pub const UNINIT: State = State {
+        version: 0,
+        size: 0,
+        my_pe: 0,
+        n_pes: 0,
+        heap_base: 0,
+        heap_size: 0,
+        peer_bases: 0,
+        flags: 0,
+        reserved0: 0,
+        timeout_ns: 0,
+        reserved: [0; 4],
+    };
+}

@@ -1,0 +1,64 @@
+//! The copy engine behind every put and get: the calling group splits the
+//! bytes; 16-byte vector accesses where source and destination share their
+//! alignment mod 16 (LLVM does not vectorize such copies by itself: a plain
+//! copy measured 65% of memcpy bandwidth, a `v4` one 94%), else the widest
+//! unit they share (8, 4, 2, 1 bytes), with byte accesses for the ragged
+//! head and tail.
+
+use crate::group::Group;
+use crate::ptx;
+
+/// Copies `n` bytes from `src` to `dst`, split over `g` (every thread of `g` calls).
+/// Accesses are weak; no ordering is implied.
+///
+/// # Safety
+/// Both ranges are valid global memory and do not overlap.
+#[inline(always)]
+pub(crate) unsafe fn copy_bytes(dst: *mut u8, src: *const u8, n: usize, g: Group) {
+    let rel = (dst as usize ^ src as usize) & 15;
+    match rel {
+        0 => copy_units::<16>(dst, src, n, g),
+        8 => copy_units::<8>(dst, src, n, g),
+        4 | 12 => copy_units::<4>(dst, src, n, g),
+        2 | 6 | 10 | 14 => copy_units::<2>(dst, src, n, g),
+        _ => copy_range_bytes(dst, src, 0, n, g),
+    }
+}
+
+/// Head bytes up to `dst`'s `U` alignment, `U`-byte units, then tail bytes.
+#[inline(always)]
+unsafe fn copy_units<const U: usize>(dst: *mut u8, src: *const u8, n: usize, g: Group) {
+    let head = ((U - (dst as usize & (U - 1))) & (U - 1)).min(n);
+    let units = (n - head) / U;
+    let body_end = head + units * U;
+    // Head and tail together, so that one pass of the group covers both.
+    let edges = head + (n - body_end);
+    let mut i = g.rank;
+    while i < edges {
+        let off = if i < head { i } else { body_end + (i - head) };
+        *dst.add(off) = *src.add(off);
+        i += g.size;
+    }
+    let d = dst.add(head);
+    let s = src.add(head);
+    let mut u = g.rank;
+    while u < units {
+        let o = u * U;
+        match U {
+            16 => ptx::st_global_v4(d.add(o), ptx::ld_global_v4(s.add(o))),
+            8 => (d.add(o) as *mut u64).write(*(s.add(o) as *const u64)),
+            4 => (d.add(o) as *mut u32).write(*(s.add(o) as *const u32)),
+            _ => (d.add(o) as *mut u16).write(*(s.add(o) as *const u16)),
+        }
+        u += g.size;
+    }
+}
+
+#[inline(always)]
+unsafe fn copy_range_bytes(dst: *mut u8, src: *const u8, from: usize, to: usize, g: Group) {
+    let mut i = from + g.rank;
+    while i < to {
+        *dst.add(i) = *src.add(i);
+        i += g.size;
+    }
+}

@@ -1,0 +1,80 @@
+//! # gpushmem-kernels — the device side of gpushmem
+//!
+//! NVSHMEM's device-initiated communication for Rust kernels built with
+//! rustc's `nvptx64-nvidia-cuda` target: `put_nbi`, `get`, `quiet`, `fence`,
+//! `barrier_all`… on pointers into the **symmetric heap**, which become
+//! NVLink (or same-GPU) loads and stores with system-scope ordering.
+//!
+//! Layout, by topic:
+//! - [`abi`] — the `#[repr(C)]` types shared with the host (device state, layout of the
+//!   library's own sync area). Compiles for the host too.
+//! - `pe` — `my_pe`, `n_pes`, `ptr` (address of a symmetric object on another PE).
+//! - `rma` — `p`/`g`, `put`/`get`, `put_nbi`/`get_nbi` and the byte (`putmem`) forms, each
+//!   with `_warp` and `_block` variants.
+//! - `sync` — `fence`, `quiet`, `barrier_all`, `sync_all`.
+//! - `wait` — the bounded poll every wait uses (traps with a message after the
+//!   state's timeout).
+//! - `debug` — argument checks (PE range, heap bounds) behind the state's debug flag.
+//! - `ptx` — the inline-PTX primitives, each citing the PTX ISA section it relies on.
+//!
+//! The device modules exist only when compiling for `nvptx64`.
+//!
+//! ## Memory model (single node, load/store transport)
+//! | call | guarantee |
+//! |---|---|
+//! | `put_nbi` | stores issued, weak; the source may be reused and the data is visible at the target only after `quiet` (or a barrier) |
+//! | `put` | as `put_nbi`, and the source may be reused on return |
+//! | `get`, `g` | the data is in the destination on return |
+//! | `fence` | this PE's earlier puts are ordered before its later puts to the same PE (`fence.acq_rel.sys`) |
+//! | `quiet` | all earlier puts/gets of this thread (group, for `_block`/`_warp`) are complete and visible system-wide (`fence.sc.sys`) |
+//! | `barrier_all` | `quiet`, then every PE arrives before any leaves |
+//! | `sync_all` | every PE arrives before any leaves; orders but does not complete earlier puts |
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx, asm_experimental_arch))]
+#![warn(missing_docs)]
+
+pub mod abi;
+
+#[cfg(target_arch = "nvptx64")]
+mod copy;
+#[cfg(target_arch = "nvptx64")]
+pub mod debug;
+#[cfg(target_arch = "nvptx64")]
+mod group;
+#[cfg(target_arch = "nvptx64")]
+pub mod pe;
+#[cfg(target_arch = "nvptx64")]
+pub mod ptx;
+#[cfg(target_arch = "nvptx64")]
+pub mod rma;
+#[cfg(target_arch = "nvptx64")]
+pub mod sync;
+#[cfg(target_arch = "nvptx64")]
+pub mod wait;
+
+#[cfg(target_arch = "nvptx64")]
+pub use {pe::*, rma::*, sync::*};
+
+/// The device state the host installs into every loaded module (found by
+/// name, [`abi::STATE_SYMBOL`], with `cuModuleGetGlobal`). Device code reads it; only
+/// the library's own counters in the heap change at run time.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+#[used]
+pub static mut GPUSHMEM_STATE: abi::State = abi::State::UNINIT;
+
+/// The device state, read through a raw pointer (no reference to a `static mut`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn state() -> &'static abi::State {
+    // SAFETY: the host writes the state before any launch and never while a
+    // kernel of this module runs; device code never writes it.
+    unsafe { &*core::ptr::addr_of!(GPUSHMEM_STATE) }
+}
+
+#[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    let (file, line) = info.location().map(|l| (l.file(), l.line())).unwrap_or(("?", 0));
+    debug::fail_str(c"gpushmem: panic in kernel at %.*s:%u\n", file, line as u64)
+}

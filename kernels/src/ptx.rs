@@ -1,0 +1,139 @@
+//! Inline-PTX primitives. Every block cites the PTX ISA (8.0) section it
+//! relies on; none carries `nomem`/`readonly`/`pure`, so the compiler keeps
+//! their order against other memory accesses.
+
+use core::arch::asm;
+
+/// This thread's index in its block, flattened (x fastest).
+#[inline(always)]
+pub fn thread_index_in_block() -> u32 {
+    use core::arch::nvptx::*;
+    // SAFETY: reading special registers (PTX ISA 10: %tid, %ntid).
+    unsafe { _thread_idx_x() as u32 + _block_dim_x() as u32 * (_thread_idx_y() as u32 + _block_dim_y() as u32 * _thread_idx_z() as u32) }
+}
+
+/// Threads in this block.
+#[inline(always)]
+pub fn threads_in_block() -> u32 {
+    use core::arch::nvptx::*;
+    // SAFETY: special registers (PTX ISA 10.2 %ntid).
+    unsafe { (_block_dim_x() * _block_dim_y() * _block_dim_z()) as u32 }
+}
+
+/// Lane of this thread in its warp (PTX ISA 10.3 `%laneid`).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    let l: u32;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u32 {l}, %laneid;", l = out(reg32) l) };
+    l
+}
+
+/// `bar.sync 0` — all threads of the block (PTX ISA 9.7.12.1); also orders
+/// memory among them at CTA scope.
+#[inline(always)]
+pub fn sync_block() {
+    // SAFETY: a block-wide barrier; callers are documented to call it from every thread.
+    unsafe { asm!("bar.sync 0;") };
+}
+
+/// `bar.warp.sync 0xffffffff` — all threads of the warp (PTX ISA 9.7.12.3).
+#[inline(always)]
+pub fn sync_warp() {
+    // SAFETY: a warp-wide barrier; callers are documented to call it from every lane.
+    unsafe { asm!("bar.warp.sync -1;") };
+}
+
+/// `fence.sc.sys` (PTX ISA 9.7.12.4; `membar.sys` is its synonym on sm_70+):
+/// sequentially consistent fence at system scope.
+#[inline(always)]
+pub fn fence_sc_sys() {
+    // SAFETY: a fence only orders memory operations.
+    unsafe { asm!("fence.sc.sys;") };
+}
+
+/// `fence.acq_rel.sys` (PTX ISA 9.7.12.4): lightweight release/acquire fence at system scope.
+#[inline(always)]
+pub fn fence_acq_rel_sys() {
+    // SAFETY: a fence only orders memory operations.
+    unsafe { asm!("fence.acq_rel.sys;") };
+}
+
+/// `ld.relaxed.sys.global.u64` (PTX ISA 9.7.8.8 ld; 8.4 memory consistency): a
+/// strong load that never hits a stale L1 line, for polling.
+///
+/// # Safety
+/// `p` is a valid, 8-byte-aligned global address.
+#[inline(always)]
+pub unsafe fn ld_relaxed_sys_u64(p: *const u64) -> u64 {
+    let v: u64;
+    asm!("ld.relaxed.sys.global.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
+    v
+}
+
+/// `ld.acquire.sys.global.u64` (PTX ISA 9.7.8.8).
+///
+/// # Safety
+/// `p` is a valid, 8-byte-aligned global address.
+#[inline(always)]
+pub unsafe fn ld_acquire_sys_u64(p: *const u64) -> u64 {
+    let v: u64;
+    asm!("ld.acquire.sys.global.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
+    v
+}
+
+/// `st.relaxed.sys.global.u64` (PTX ISA 9.7.8.10 st).
+///
+/// # Safety
+/// `p` is a valid, 8-byte-aligned global address.
+#[inline(always)]
+pub unsafe fn st_relaxed_sys_u64(p: *mut u64, v: u64) {
+    asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+}
+
+/// `st.release.sys.global.u64` (PTX ISA 9.7.8.10).
+///
+/// # Safety
+/// `p` is a valid, 8-byte-aligned global address.
+#[inline(always)]
+pub unsafe fn st_release_sys_u64(p: *mut u64, v: u64) {
+    asm!("st.release.sys.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+}
+
+/// 16 bytes as one vector load, `ld.global.v4.u32` (PTX ISA 9.7.8.8, vector operands 6.4.2).
+///
+/// # Safety
+/// `p` is a valid, 16-byte-aligned global address.
+#[inline(always)]
+pub unsafe fn ld_global_v4(p: *const u8) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+        a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p);
+    [a, b, c, d]
+}
+
+/// 16 bytes as one vector store, `st.global.v4.u32` (PTX ISA 9.7.8.10).
+///
+/// # Safety
+/// `p` is a valid, 16-byte-aligned global address.
+#[inline(always)]
+pub unsafe fn st_global_v4(p: *mut u8, v: [u32; 4]) {
+    asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+        p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3]);
+}
+
+/// `%globaltimer` (PTX ISA 10.32): nanoseconds, coarse ticks.
+#[inline(always)]
+pub fn global_timer_ns() -> u64 {
+    let t: u64;
+    // SAFETY: reads a special register.
+    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) t) };
+    t
+}
+
+/// `trap` (PTX ISA 9.7.19.1): aborts the kernel; the context stays failed.
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: ends execution.
+    unsafe { asm!("trap;", options(noreturn)) }
+}

@@ -1,0 +1,121 @@
+//! Remote memory access: `p`/`g`, `put`/`get`, `put_nbi`/`get_nbi`, typed over
+//! `T: Pod` and as bytes (`putmem`…), in thread, `_warp` and `_block` forms.
+//!
+//! The `_warp`/`_block` forms must be called by every thread of the warp/block
+//! with the same arguments; they split the bytes among the threads.
+//!
+//! Guarantees (load/store transport):
+//! - `put_nbi*`: the stores are issued (weak). The data is visible at the
+//!   target after `quiet` (or `barrier_all`); on this transport the source may
+//!   be reused on return, but portable code waits for `quiet`.
+//! - `put*`: as `put_nbi*`; the group form also waits for the whole group, so
+//!   every thread may reuse the source on return.
+//! - `get*`: the data is in `dest` on return (for the group forms, for every thread of the group).
+//! - `get_nbi*`: the data is in `dest` after `quiet`.
+
+use crate::copy::copy_bytes;
+use crate::debug;
+use crate::group::Group;
+use crate::pe::peer_address;
+use core::ffi::CStr;
+
+/// Checks (debug mode) and translates a symmetric range to its address on `pe`.
+#[inline(always)]
+unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 {
+    debug::check_pe(pe, call);
+    debug::check_symmetric(sym, bytes, call);
+    let p = peer_address(sym, pe);
+    if p.is_null() {
+        debug::fail(c"gpushmem: %s: PE %llu is not reachable by loads/stores from this PE\n", &[call.as_ptr() as u64, pe as u64]);
+    }
+    p
+}
+
+#[inline(always)]
+unsafe fn put_bytes(dest: *mut u8, src: *const u8, bytes: usize, pe: u32, g: Group, call: &CStr) {
+    copy_bytes(remote(dest, bytes, pe, call), src, bytes, g);
+}
+
+#[inline(always)]
+unsafe fn get_bytes(dest: *mut u8, src: *const u8, bytes: usize, pe: u32, g: Group, call: &CStr) {
+    copy_bytes(dest, remote(src, bytes, pe, call), bytes, g);
+}
+
+/// Writes one element to `dest` on `pe` (`nvshmem_p`): a single store.
+///
+/// # Safety
+/// `dest` is a symmetric address of a `T`; `pe < n_pes()`.
+#[inline(always)]
+pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
+    let r = remote(dest.cast(), core::mem::size_of::<T>(), pe, c"p") as *mut T;
+    r.write_volatile(value);
+}
+
+/// Reads one element from `src` on `pe` (`nvshmem_g`): a single load; the value is returned.
+///
+/// # Safety
+/// `src` is a symmetric address of a `T`; `pe < n_pes()`.
+#[inline(always)]
+pub unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32) -> T {
+    let r = remote(src.cast(), core::mem::size_of::<T>(), pe, c"g") as *const T;
+    r.read_volatile()
+}
+
+/// Generates the typed (`nelems` of `T`) and byte (`bytes`) forms of one
+/// operation in one group shape, with their docs.
+macro_rules! rma_fns {
+    ($(#[$doc:meta])* $typed:ident, $mem:ident, $group:ident, $core:ident, $sync:expr) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The symmetric side is a symmetric-heap range of this size; the local side
+        /// is valid global memory of the same size; they do not overlap; `pe < n_pes()`.
+        #[inline(always)]
+        pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
+            $mem(dest.cast(), src.cast(), nelems * core::mem::size_of::<T>(), pe);
+        }
+
+        $(#[$doc])*
+        /// Byte form.
+        ///
+        /// # Safety
+        /// As the typed form, with `bytes` bytes.
+        #[inline(always)]
+        pub unsafe fn $mem(dest: *mut u8, src: *const u8, bytes: usize, pe: u32) {
+            let g = Group::$group();
+            $core(dest, src, bytes, pe, g, {
+                const NAME: &str = concat!(stringify!($mem), "\0");
+                // SAFETY: NAME ends with its only NUL.
+                unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
+            });
+            if $sync {
+                g.sync();
+            }
+        }
+    };
+}
+
+rma_fns!(/// Non-blocking put by one thread (`nvshmem_put_nbi`).
+    put_nbi, putmem_nbi, thread, put_bytes, false);
+rma_fns!(/// Non-blocking put by a warp (`nvshmemx_put_nbi_warp`).
+    put_nbi_warp, putmem_nbi_warp, warp, put_bytes, false);
+rma_fns!(/// Non-blocking put by a block (`nvshmemx_put_nbi_block`).
+    put_nbi_block, putmem_nbi_block, block, put_bytes, false);
+rma_fns!(/// Blocking put by one thread (`nvshmem_put`): the source may be reused on return.
+    put, putmem, thread, put_bytes, false);
+rma_fns!(/// Blocking put by a warp: every lane may reuse the source on return.
+    put_warp, putmem_warp, warp, put_bytes, true);
+rma_fns!(/// Blocking put by a block: every thread may reuse the source on return.
+    put_block, putmem_block, block, put_bytes, true);
+rma_fns!(/// Non-blocking get by one thread (`nvshmem_get_nbi`): data valid after `quiet`.
+    get_nbi, getmem_nbi, thread, get_bytes, false);
+rma_fns!(/// Non-blocking get by a warp: data valid after `quiet_warp`.
+    get_nbi_warp, getmem_nbi_warp, warp, get_bytes, false);
+rma_fns!(/// Non-blocking get by a block: data valid after `quiet_block`.
+    get_nbi_block, getmem_nbi_block, block, get_bytes, false);
+rma_fns!(/// Blocking get by one thread (`nvshmem_get`): data in `dest` on return.
+    get, getmem, thread, get_bytes, false);
+rma_fns!(/// Blocking get by a warp: data in `dest` for every lane on return.
+    get_warp, getmem_warp, warp, get_bytes, true);
+rma_fns!(/// Blocking get by a block: data in `dest` for every thread on return.
+    get_block, getmem_block, block, get_bytes, true);
