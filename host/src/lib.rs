@@ -2,11 +2,51 @@
 //!
 //! Allocates the symmetric heap on every PE, maps every peer's heap, installs
 //! the device state into each loaded kernel module, and launches kernels.
+//! The device API is the crate `gpushmem-kernels`.
+//!
+//! Layout, by subsystem: [`bootstrap`] (PEs find each other), `heap`
+//! (symmetric allocation), `peer` (mapping peers' heaps), `module` (loading
+//! PTX, installing the device state), `launch` (plain and collective launch),
+//! [`Shmem`] (one PE), [`Threads`] (PEs as threads of one process).
+//!
+//! ```no_run
+//! use gpushmem::{Shmem, LaunchConfig};
+//! const PTX: &str = "…"; // include_str!(env!("GPUSHMEM_PTX_MY_KERNELS"))
+//! let shmem = Shmem::init()?;                 // joins the job (gpushmem-run / mpirun / srun / 1 PE)
+//! let buf = shmem.calloc::<u32>(1024)?;       // collective, same offset on every PE
+//! let module = shmem.load_module("my_kernels", PTX)?;
+//! let k = module.kernel("ring_shift")?;
+//! unsafe { shmem.launch_collective(&k, LaunchConfig::for_num_elems(1024), (buf.as_kernel_ptr(), 1024u64))? };
+//! shmem.barrier_all()?;
+//! # Ok::<(), gpushmem::Error>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod bootstrap;
 mod config;
+pub mod driver;
 mod error;
+mod heap;
+mod launch;
+mod logging;
+mod module;
+mod peer;
+mod shmem;
+mod threads;
 
 pub use config::{parse_size, Config};
+pub use cudarc;
+pub use cudarc::driver::LaunchConfig;
 pub use error::{Error, Result};
+pub use gpushmem_kernels::abi;
+pub use heap::{allocator::MIN_ALIGN, SymSlice};
+pub use launch::KernelArgs;
+pub use logging::init as init_logging;
+pub use module::{Kernel, Module};
+pub use shmem::Shmem;
+pub use threads::Threads;
+
+/// Whether a usable CUDA driver and GPU are present; `Err` says why not.
+pub fn gpu_available() -> Result<usize> {
+    driver::device_count()
+}

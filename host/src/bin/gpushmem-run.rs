@@ -1,1 +1,396 @@
-fn main() {}
+//! `gpushmem-run`: starts the PEs of a one-node job, one process each (like
+//! `nvshmrun` or `torchrun`), and ends the job as a whole when one PE fails.
+//!
+//! Each PE gets `GPUSHMEM_RANK`, `GPUSHMEM_SIZE`, `GPUSHMEM_LOCAL_RANK`,
+//! `GPUSHMEM_LOCAL_SIZE`, `GPUSHMEM_BOOTSTRAP` (the socket path in a private
+//! temporary directory) and, with `--gpus`, `GPUSHMEM_DEVICE`; these are what
+//! `gpushmem::bootstrap::env::LaunchEnv` reads.
+//!
+//! Each PE runs in its own process group, so that ending a PE also ends what it
+//! started (a shell's children), and a terminal's Ctrl-C reaches the PEs once,
+//! through the launcher.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "\
+usage: gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--] prog [args...]
+
+Starts N processes of prog, one per PE, on this node.
+
+  -n, --np N         number of PEs
+  --gpus LIST        GPU ordinals, comma-separated: PE k gets entry k (wrapping
+                     around when the list is shorter than N) as GPUSHMEM_DEVICE
+  --grace SECONDS    when a PE fails, how long the other PEs get after SIGTERM
+                     before SIGKILL (default 10)
+  -h, --help         show this help
+
+When a PE exits non-zero or is killed, the other PEs are ended too. The exit
+status is 0 if every PE exits 0, else the first failing PE's (128 + signal for
+a PE killed by a signal). SIGINT, SIGTERM and SIGHUP are passed on to the PEs.
+";
+
+/// The parsed command line.
+struct Options {
+    n: usize,
+    gpus: Vec<usize>,
+    grace: Duration,
+    prog: OsString,
+    args: Vec<OsString>,
+}
+
+fn main() {
+    let code = match parse(std::env::args_os().skip(1).collect()) {
+        Ok(None) => {
+            print!("{USAGE}");
+            0
+        }
+        Ok(Some(opts)) => run(&opts),
+        Err(msg) => {
+            eprint!("gpushmem-run: {msg}\n\n{USAGE}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+/// `Ok(None)`: help was asked for.
+fn parse(args: Vec<OsString>) -> Result<Option<Options>, String> {
+    let (mut n, mut gpus, mut grace) = (None, Vec::new(), Duration::from_secs(10));
+    let mut it = args.into_iter();
+    let mut command = Vec::new();
+    while let Some(arg) = it.next() {
+        // Non-UTF-8 cannot be an option: it starts the program.
+        let Some(s) = arg.to_str().map(str::to_owned) else {
+            command.push(arg);
+            break;
+        };
+        if s == "--" {
+            break;
+        }
+        if s == "-h" || s == "--help" {
+            return Ok(None);
+        }
+        if !s.starts_with('-') || s == "-" {
+            command.push(arg);
+            break;
+        }
+        // --opt=value, -n=value, -nVALUE, or the value as the next argument.
+        let (name, inline) = match s.split_once('=') {
+            Some((name, v)) => (name.to_string(), Some(v.to_string())),
+            None if s.starts_with("-n") && s.len() > 2 && !s.starts_with("--") => ("-n".into(), Some(s[2..].into())),
+            None => (s.clone(), None),
+        };
+        let mut value = || -> Result<String, String> {
+            match inline.clone() {
+                Some(v) => Ok(v),
+                None => it.next().and_then(|v| v.into_string().ok()).ok_or_else(|| format!("{name} needs a value")),
+            }
+        };
+        match name.as_str() {
+            "-n" | "--np" => {
+                let v = value()?;
+                match v.parse::<usize>() {
+                    Ok(k) if k > 0 => n = Some(k),
+                    _ => return Err(format!("{name} expects a number of PEs >= 1, got {v:?}")),
+                }
+            }
+            "--gpus" => {
+                let v = value()?;
+                gpus = v
+                    .split(',')
+                    .map(|g| g.trim().parse::<usize>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| format!("--gpus expects GPU ordinals like 0,1,2, got {v:?}"))?;
+            }
+            "--grace" => {
+                let v = value()?;
+                match v.parse::<f64>() {
+                    Ok(s) if s.is_finite() && s >= 0.0 => grace = Duration::from_secs_f64(s),
+                    _ => return Err(format!("--grace expects seconds, e.g. 10 or 0.5, got {v:?}")),
+                }
+            }
+            _ => return Err(format!("unknown option {s:?}")),
+        }
+    }
+    command.extend(it);
+    let n = n.ok_or("the number of PEs (-n N) is missing")?;
+    let mut command = command.into_iter();
+    let prog = command.next().ok_or("the program to run is missing")?;
+    Ok(Some(Options { n, gpus, grace, prog, args: command.collect() }))
+}
+
+/// Signals received and not yet passed on, as a bit mask.
+static PENDING: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Async-signal-safe: one lock-free atomic operation.
+    PENDING.fetch_or(1 << sig, Ordering::SeqCst);
+}
+
+const FORWARDED: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn install_signal_handlers() {
+    for sig in FORWARDED {
+        // SAFETY: a zeroed sigaction with a handler that only touches an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGTRAP => "SIGTRAP",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGUSR2 => "SIGUSR2",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGSYS => "SIGSYS",
+        _ => "unknown signal",
+    }
+}
+
+/// A private (mode 0700) temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> io::Result<TempDir> {
+        let mut base = std::env::temp_dir();
+        // The socket path inside must fit in sockaddr_un (108 bytes).
+        if base.as_os_str().len() > 80 {
+            base = PathBuf::from("/tmp");
+        }
+        let template = CString::new(base.join("gpushmem-run.XXXXXX").into_os_string().into_vec())?;
+        let mut bytes = template.into_bytes_with_nul();
+        // SAFETY: mkdtemp rewrites the XXXXXX of a NUL-terminated buffer we own.
+        if unsafe { libc::mkdtemp(bytes.as_mut_ptr().cast()) }.is_null() {
+            return Err(io::Error::last_os_error());
+        }
+        bytes.pop();
+        Ok(TempDir(PathBuf::from(OsString::from_vec(bytes))))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One started PE.
+struct Pe {
+    rank: usize,
+    pid: i32,
+    child: Child,
+    status: Option<ExitStatus>,
+}
+
+/// Signals a PE's whole process group (the PE and whatever it started).
+fn signal_group(pid: i32, sig: libc::c_int) {
+    // SAFETY: kill has no memory effects; a group that is gone gives ESRCH, ignored.
+    unsafe { libc::kill(-pid, sig) };
+}
+
+/// Whether the PE has ended (Some(true): with status 0), without reaping it.
+fn peek_exit(pid: i32) -> Option<bool> {
+    // SAFETY: waitid fills a zeroed siginfo_t we own; WNOWAIT leaves the child to try_wait.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        if libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) != 0 {
+            // Unknown (cannot happen for a child not yet reaped): let try_wait
+            // tell, and leave its group alone unless the job is ending.
+            return Some(true);
+        }
+        (info.si_pid() != 0).then(|| info.si_code == libc::CLD_EXITED && info.si_status() == 0)
+    }
+}
+
+/// The launcher's exit status for a PE's: its code, or 128 + the signal.
+fn exit_code(st: ExitStatus) -> i32 {
+    st.code().or_else(|| st.signal().map(|s| 128 + s)).unwrap_or(1)
+}
+
+fn describe(st: ExitStatus) -> String {
+    match (st.code(), st.signal()) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(s)) => {
+            let core = if st.core_dumped() { " (core dumped)" } else { "" };
+            format!("was killed by signal {s} ({}){core}", signal_name(s))
+        }
+        _ => format!("ended: {st}"),
+    }
+}
+
+fn run(o: &Options) -> i32 {
+    install_signal_handlers();
+    let dir = match TempDir::new() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("gpushmem-run: cannot create a temporary directory in {}: {e}", std::env::temp_dir().display());
+            return 1;
+        }
+    };
+    let socket = dir.0.join("bootstrap.sock");
+    let launcher = std::process::id() as i32;
+    let mut pes: Vec<Pe> = Vec::new();
+    // Exit status of the first failure, once there is one.
+    let mut failure: Option<i32> = None;
+    for rank in 0..o.n {
+        let mut cmd = Command::new(&o.prog);
+        cmd.args(&o.args)
+            .stdin(Stdio::null())
+            .env("GPUSHMEM_RANK", rank.to_string())
+            .env("GPUSHMEM_SIZE", o.n.to_string())
+            .env("GPUSHMEM_LOCAL_RANK", rank.to_string())
+            .env("GPUSHMEM_LOCAL_SIZE", o.n.to_string())
+            .env("GPUSHMEM_BOOTSTRAP", &socket)
+            .process_group(0);
+        if !o.gpus.is_empty() {
+            cmd.env("GPUSHMEM_DEVICE", o.gpus[rank % o.gpus.len()].to_string());
+        }
+        // NVLink multicast (NVLS) stays off unless the user asks for it: the
+        // machines gpushmem targets must not use it.
+        for (k, v) in [("NVSHMEM_DISABLE_NVLS", "1"), ("NCCL_NVLS_ENABLE", "0")] {
+            if std::env::var_os(k).is_none() {
+                cmd.env(k, v);
+            }
+        }
+        // SAFETY: prctl and getppid are async-signal-safe, as pre_exec requires.
+        unsafe {
+            cmd.pre_exec(move || {
+                // If the launcher dies (even by SIGKILL), its PEs get SIGTERM rather than run on.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                if libc::getppid() != launcher {
+                    return Err(io::Error::other("gpushmem-run exited"));
+                }
+                Ok(())
+            })
+        };
+        match cmd.spawn() {
+            Ok(child) => pes.push(Pe { rank, pid: child.id() as i32, child, status: None }),
+            Err(e) => {
+                let prog = display(&o.prog);
+                let (code, hint) = match e.kind() {
+                    io::ErrorKind::NotFound => (127, ": program not found (or its interpreter is missing)"),
+                    io::ErrorKind::PermissionDenied => (126, ": permission denied"),
+                    _ => (1, ""),
+                };
+                eprintln!("gpushmem-run: cannot start PE {rank} as {prog:?}{hint} ({e})");
+                failure = Some(code);
+                break;
+            }
+        }
+    }
+    let code = supervise(&mut pes, failure, o.grace);
+    drop(dir);
+    code
+}
+
+fn display(s: &OsStr) -> String {
+    String::from_utf8_lossy(s.as_bytes()).into_owned()
+}
+
+/// Waits for every PE; ends them all at the first failure or launcher signal.
+fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
+    // When the remaining PEs were sent SIGTERM (or a forwarded signal).
+    let mut ending: Option<Instant> = None;
+    let mut killed = false;
+    let mut received: Option<i32> = None;
+    let running = |pes: &[Pe]| pes.iter().filter(|p| p.status.is_none()).count();
+    loop {
+        let mask = PENDING.swap(0, Ordering::SeqCst);
+        for sig in FORWARDED.into_iter().filter(|s| mask & (1 << s) != 0) {
+            eprintln!("gpushmem-run: got {}; passing it on to the PEs", signal_name(sig));
+            for p in pes.iter().filter(|p| p.status.is_none()) {
+                signal_group(p.pid, sig);
+            }
+            received.get_or_insert(sig);
+            ending.get_or_insert_with(Instant::now);
+        }
+        for p in pes.iter_mut().filter(|p| p.status.is_none()) {
+            // Seen before reaping, while the PE's pid (its group's id) cannot be reused:
+            // a failed PE, or any PE once the job is ending, leaves nothing behind.
+            match peek_exit(p.pid) {
+                None => continue,
+                Some(clean) if clean && ending.is_none() => {}
+                Some(_) => signal_group(p.pid, libc::SIGKILL),
+            }
+            let st = match p.child.try_wait() {
+                Ok(Some(st)) => st,
+                Ok(None) => continue,
+                Err(e) => {
+                    eprintln!("gpushmem-run: cannot wait for PE {} (pid {}): {e}", p.rank, p.pid);
+                    ExitStatus::from_raw(1 << 8)
+                }
+            };
+            p.status = Some(st);
+            if !st.success() {
+                // After the launcher started ending the job, PEs dying is expected: not reported.
+                if ending.is_none() {
+                    eprintln!("gpushmem-run: PE {} (pid {}) {}", p.rank, p.pid, describe(st));
+                }
+                failure.get_or_insert(exit_code(st));
+            }
+        }
+        let left = running(pes);
+        if failure.is_some() && ending.is_none() {
+            ending = Some(Instant::now());
+            if left > 0 {
+                eprintln!(
+                    "gpushmem-run: ending the other {left} PE(s): SIGTERM now, SIGKILL after {}",
+                    fmt_secs(grace)
+                );
+                for p in pes.iter().filter(|p| p.status.is_none()) {
+                    signal_group(p.pid, libc::SIGTERM);
+                }
+            }
+        }
+        if left == 0 {
+            break;
+        }
+        if let Some(t) = ending {
+            if !killed && t.elapsed() >= grace {
+                killed = true;
+                for p in pes.iter().filter(|p| p.status.is_none()) {
+                    eprintln!(
+                        "gpushmem-run: PE {} (pid {}) still running {} after SIGTERM; sending SIGKILL",
+                        p.rank,
+                        p.pid,
+                        fmt_secs(grace)
+                    );
+                    signal_group(p.pid, libc::SIGKILL);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    failure.or(received.map(|s| 128 + s)).unwrap_or(0)
+}
+
+fn fmt_secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}

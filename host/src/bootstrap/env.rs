@@ -1,1 +1,337 @@
-//! Placeholder: replaced by the launcher-environment reader.
+//! Where a PE learns its place in a multi-process job: its rank, the job's size,
+//! its rank on the node, its GPU, and where the socket bootstrap meets.
+//!
+//! The first launcher whose rank variable is set wins:
+//!
+//! | launcher (`source`) | rank | size | local rank | local size |
+//! |---|---|---|---|---|
+//! | `gpushmem-run` | `GPUSHMEM_RANK` | `GPUSHMEM_SIZE` | `GPUSHMEM_LOCAL_RANK` | `GPUSHMEM_LOCAL_SIZE` |
+//! | Open MPI | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_COMM_WORLD_LOCAL_RANK` | `OMPI_COMM_WORLD_LOCAL_SIZE` |
+//! | PMI (MPICH, Intel MPI) | `PMI_RANK` | `PMI_SIZE` | `MPI_LOCALRANKID` | `MPI_LOCALNRANKS` |
+//! | Slurm (`srun`) | `SLURM_PROCID` | `SLURM_NTASKS` | `SLURM_LOCALID` | `SLURM_NTASKS_PER_NODE` if a plain number |
+//!
+//! A missing local rank or size defaults to the global one (a one-node job).
+//! `GPUSHMEM_DEVICE`, if set, is the PE's GPU ordinal for every launcher.
+//!
+//! ## Rendezvous path
+//!
+//! `GPUSHMEM_BOOTSTRAP` if set (for any launcher). Otherwise a socket
+//! `gpushmem-<uid>-<job key>.sock` in [`std::env::temp_dir`], where the job key
+//! is something every rank of one launch on this node sees alike, and two
+//! concurrent launches do not:
+//!
+//! 1. `SLURM_JOB_ID` + `SLURM_STEP_ID` (one `srun` step) — first only when the
+//!    ranks come from Slurm's variables: an `mpirun` inside a Slurm allocation
+//!    inherits the allocation's ids, which several concurrent `mpirun`s share;
+//! 2. `PMIX_NAMESPACE` (Open MPI 5 / PRRTE, `srun --mpi=pmix`);
+//! 3. `OMPI_MCA_ess_base_jobid` (Open MPI 4);
+//! 4. `SLURM_JOB_ID` + `SLURM_STEP_ID`, when not already tried;
+//! 5. the parent process id: the ranks of one `mpirun`/`mpiexec` on a node are
+//!    children of the same launcher daemon. This fails when each rank is
+//!    wrapped in its own process (`mpirun sh -c prog`): set `GPUSHMEM_BOOTSTRAP`.
+//!
+//! The socket is node-local: a job whose ranks span nodes cannot meet this way.
+
+use crate::{Error, Result};
+use std::path::PathBuf;
+
+/// A PE's place in a multi-process job, as its launcher described it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchEnv {
+    /// This PE's number, `0..size`.
+    pub rank: usize,
+    /// Number of PEs in the job.
+    pub size: usize,
+    /// This PE's number among the PEs on its node, `0..local_size`.
+    pub local_rank: usize,
+    /// Number of PEs on this node.
+    pub local_size: usize,
+    /// GPU ordinal to use (`GPUSHMEM_DEVICE`); `None`: the caller picks, e.g.
+    /// `local_rank` modulo the number of GPUs.
+    pub device: Option<usize>,
+    /// Unix socket path where PE 0 listens and the other PEs connect.
+    pub rendezvous: PathBuf,
+    /// Which launcher's variables these came from (`"gpushmem-run"`, `"Open MPI"`, `"PMI"`, `"Slurm"`).
+    pub source: &'static str,
+}
+
+/// The variables one launcher sets.
+struct Source {
+    name: &'static str,
+    rank: &'static str,
+    size: &'static str,
+    local_rank: &'static str,
+    local_size: &'static str,
+}
+
+/// In order of precedence: a launcher started inside another's job (gpushmem-run
+/// under srun, mpirun inside an allocation) sets its own variables on top.
+const SOURCES: [Source; 4] = [
+    Source {
+        name: "gpushmem-run",
+        rank: "GPUSHMEM_RANK",
+        size: "GPUSHMEM_SIZE",
+        local_rank: "GPUSHMEM_LOCAL_RANK",
+        local_size: "GPUSHMEM_LOCAL_SIZE",
+    },
+    Source {
+        name: "Open MPI",
+        rank: "OMPI_COMM_WORLD_RANK",
+        size: "OMPI_COMM_WORLD_SIZE",
+        local_rank: "OMPI_COMM_WORLD_LOCAL_RANK",
+        local_size: "OMPI_COMM_WORLD_LOCAL_SIZE",
+    },
+    Source {
+        name: "PMI",
+        rank: "PMI_RANK",
+        size: "PMI_SIZE",
+        local_rank: "MPI_LOCALRANKID",
+        local_size: "MPI_LOCALNRANKS",
+    },
+    Source {
+        name: "Slurm",
+        rank: "SLURM_PROCID",
+        size: "SLURM_NTASKS",
+        local_rank: "SLURM_LOCALID",
+        local_size: "SLURM_NTASKS_PER_NODE",
+    },
+];
+
+/// Longest socket path we make; `sockaddr_un` holds 108 bytes with the NUL.
+const MAX_SOCKET_PATH: usize = 100;
+
+impl LaunchEnv {
+    /// Reads the process environment; `None` when no launcher's variables are
+    /// set (a single-PE job). See the [module docs](self) for the variables.
+    pub fn from_env() -> Result<Option<LaunchEnv>> {
+        Self::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// As [`LaunchEnv::from_env`], reading variables through `get` (for tests).
+    /// Empty values count as unset.
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<LaunchEnv>> {
+        let get = |k: &str| get(k).filter(|v| !v.trim().is_empty());
+        let Some(src) = SOURCES.iter().find(|s| get(s.rank).is_some()) else {
+            return Ok(None);
+        };
+        let number = |name: &str| -> Result<Option<usize>> {
+            get(name)
+                .map(|v| v.trim().parse::<usize>().map_err(|_| bad(name, &v, "expected a non-negative integer".into())))
+                .transpose()
+        };
+        let rank = number(src.rank)?.unwrap_or_default();
+        let size = number(src.size)?
+            .ok_or_else(|| bad(src.size, "", format!("not set, but {} is: the job's size is unknown", src.rank)))?;
+        if size == 0 {
+            return Err(bad(src.size, "0", "must be > 0".into()));
+        }
+        if rank >= size {
+            return Err(bad(src.rank, &rank.to_string(), format!("must be less than {}={size}", src.size)));
+        }
+        let local_size = if src.name == "Slurm" {
+            // Slurm writes e.g. "2(x3)" when nodes run different task counts: then only the size is known.
+            get(src.local_size).and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(size)
+        } else {
+            number(src.local_size)?.unwrap_or(size)
+        };
+        let local_rank = number(src.local_rank)?.unwrap_or(rank);
+        if local_size == 0 || local_size > size {
+            return Err(bad(src.local_size, &local_size.to_string(), format!("must be in 1..={}={size}", src.size)));
+        }
+        if local_rank >= local_size {
+            let why = format!("must be less than the local size {local_size}");
+            return Err(bad(src.local_rank, &local_rank.to_string(), why));
+        }
+        let device = number("GPUSHMEM_DEVICE")?;
+        let rendezvous = match get("GPUSHMEM_BOOTSTRAP") {
+            Some(p) => PathBuf::from(p),
+            None => default_rendezvous(&job_key(&get, src.name == "Slurm")),
+        };
+        Ok(Some(LaunchEnv { rank, size, local_rank, local_size, device, rendezvous, source: src.name }))
+    }
+}
+
+fn bad(name: &str, value: &str, why: String) -> Error {
+    Error::Config { name: name.into(), value: value.into(), why }
+}
+
+/// A string every rank of one launch on this node shares (see the module docs).
+fn job_key(get: &impl Fn(&str) -> Option<String>, slurm_first: bool) -> String {
+    let slurm = || {
+        get("SLURM_JOB_ID").map(|job| match get("SLURM_STEP_ID").or_else(|| get("SLURM_STEPID")) {
+            Some(step) => format!("slurm-{job}.{step}"),
+            None => format!("slurm-{job}"),
+        })
+    };
+    let others = || {
+        get("PMIX_NAMESPACE")
+            .map(|ns| format!("pmix-{ns}"))
+            .or_else(|| get("OMPI_MCA_ess_base_jobid").map(|j| format!("ompi-{j}")))
+    };
+    let key = if slurm_first { slurm().or_else(others) } else { others().or_else(slurm) };
+    // SAFETY: getppid cannot fail and touches no memory of ours.
+    key.unwrap_or_else(|| format!("ppid-{}", unsafe { libc::getppid() }))
+}
+
+/// The socket path for a job key: readable when it fits, hashed when too long.
+fn default_rendezvous(key: &str) -> PathBuf {
+    // The uid keeps users of a shared /tmp apart (one cannot remove another's stale socket).
+    // SAFETY: getuid cannot fail and touches no memory of ours.
+    let uid = unsafe { libc::getuid() };
+    let clean: String =
+        key.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("gpushmem-{uid}-{clean}.sock"));
+    if path.as_os_str().len() <= MAX_SOCKET_PATH {
+        return path;
+    }
+    // FNV-1a: stable across processes and builds, unlike std's hasher.
+    let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    let path = dir.join(format!("gpushmem-{uid}-{hash:016x}.sock"));
+    if path.as_os_str().len() <= MAX_SOCKET_PATH {
+        path
+    } else {
+        // TMPDIR itself is too long for a socket address.
+        PathBuf::from(format!("/tmp/gpushmem-{uid}-{hash:016x}.sock"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(vars: &[(&str, &str)]) -> Result<Option<LaunchEnv>> {
+        let m: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        LaunchEnv::from_lookup(|k| m.get(k).cloned())
+    }
+
+    fn config_var(r: Result<Option<LaunchEnv>>) -> String {
+        match r {
+            Err(Error::Config { name, .. }) => name,
+            other => panic!("expected a Config error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn nothing_set_is_single_pe() {
+        assert_eq!(lookup(&[]).unwrap(), None);
+        assert_eq!(lookup(&[("GPUSHMEM_RANK", "")]).unwrap(), None);
+    }
+
+    #[test]
+    fn gpushmem_run() {
+        let e = lookup(&[
+            ("GPUSHMEM_RANK", "2"),
+            ("GPUSHMEM_SIZE", "4"),
+            ("GPUSHMEM_LOCAL_RANK", "2"),
+            ("GPUSHMEM_LOCAL_SIZE", "4"),
+            ("GPUSHMEM_BOOTSTRAP", "/tmp/x/bootstrap.sock"),
+            ("GPUSHMEM_DEVICE", "3"),
+            // Lower-precedence sources are ignored.
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("SLURM_PROCID", "1"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            e,
+            LaunchEnv {
+                rank: 2,
+                size: 4,
+                local_rank: 2,
+                local_size: 4,
+                device: Some(3),
+                rendezvous: "/tmp/x/bootstrap.sock".into(),
+                source: "gpushmem-run",
+            }
+        );
+    }
+
+    #[test]
+    fn open_mpi_and_pmi() {
+        let e = lookup(&[
+            ("OMPI_COMM_WORLD_RANK", "5"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+            ("OMPI_MCA_ess_base_jobid", "12345"),
+            ("SLURM_JOB_ID", "77"),
+        ])
+        .unwrap()
+        .unwrap();
+        assert_eq!((e.rank, e.size, e.local_rank, e.local_size, e.device), (5, 8, 1, 4, None));
+        assert_eq!(e.source, "Open MPI");
+        // Open MPI's own job id wins over an enclosing Slurm allocation's.
+        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.ends_with("-ompi-12345.sock"), "{name}");
+        assert!(e.rendezvous.starts_with(std::env::temp_dir()));
+
+        let e = lookup(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("GPUSHMEM_DEVICE", "0")]).unwrap().unwrap();
+        assert_eq!((e.rank, e.size, e.local_rank, e.local_size, e.device), (1, 2, 1, 2, Some(0)));
+        assert_eq!(e.source, "PMI");
+        // No job id at all: the parent process id.
+        let ppid = unsafe { libc::getppid() };
+        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.ends_with(&format!("-ppid-{ppid}.sock")), "{name}");
+    }
+
+    #[test]
+    fn slurm() {
+        let base = [
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_LOCALID", "1"),
+            ("SLURM_JOB_ID", "991"),
+            ("SLURM_STEP_ID", "2"),
+            ("PMIX_NAMESPACE", "ignored-for-slurm"),
+        ];
+        let e = lookup(&[&base[..], &[("SLURM_NTASKS_PER_NODE", "2")]].concat()).unwrap().unwrap();
+        assert_eq!((e.rank, e.size, e.local_rank, e.local_size), (3, 4, 1, 2));
+        assert_eq!(e.source, "Slurm");
+        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.ends_with("-slurm-991.2.sock"), "{name}");
+        // Uneven nodes: Slurm writes a pattern, and only the job size is known.
+        let e = lookup(&[&base[..], &[("SLURM_NTASKS_PER_NODE", "2(x2)")]].concat()).unwrap().unwrap();
+        assert_eq!(e.local_size, 4);
+        // An explicit path wins for every source.
+        let e = lookup(&[&base[..], &[("GPUSHMEM_BOOTSTRAP", "/run/me.sock")]].concat()).unwrap().unwrap();
+        assert_eq!(e.rendezvous, PathBuf::from("/run/me.sock"));
+    }
+
+    #[test]
+    fn long_keys_are_hashed_and_odd_characters_replaced() {
+        let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", "prterun-host/1@2")]).unwrap().unwrap();
+        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(name.ends_with("-pmix-prterun-host_1_2.sock"), "{name}");
+        let long = "n".repeat(300);
+        let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", &long)]).unwrap().unwrap();
+        assert!(e.rendezvous.as_os_str().len() <= MAX_SOCKET_PATH, "{:?}", e.rendezvous);
+        let again = lookup(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("PMIX_NAMESPACE", &long)]).unwrap().unwrap();
+        assert_eq!(e.rendezvous, again.rendezvous);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable() {
+        assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "x"), ("GPUSHMEM_SIZE", "2")])), "GPUSHMEM_RANK");
+        assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "0")])), "GPUSHMEM_SIZE");
+        assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "0")])), "GPUSHMEM_SIZE");
+        assert_eq!(config_var(lookup(&[("OMPI_COMM_WORLD_RANK", "4"), ("OMPI_COMM_WORLD_SIZE", "4")])), "OMPI_COMM_WORLD_RANK");
+        assert_eq!(config_var(lookup(&[("PMI_RANK", "-1"), ("PMI_SIZE", "4")])), "PMI_RANK");
+        assert_eq!(config_var(lookup(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "two")])), "SLURM_NTASKS");
+        assert_eq!(
+            config_var(lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("MPI_LOCALRANKID", "2")])),
+            "MPI_LOCALRANKID"
+        );
+        assert_eq!(
+            config_var(lookup(&[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "2"), ("GPUSHMEM_LOCAL_SIZE", "3")])),
+            "GPUSHMEM_LOCAL_SIZE"
+        );
+        assert_eq!(
+            config_var(lookup(&[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "2"), ("GPUSHMEM_DEVICE", "gpu0")])),
+            "GPUSHMEM_DEVICE"
+        );
+        let e = lookup(&[("GPUSHMEM_RANK", "3"), ("GPUSHMEM_SIZE", "2")]).unwrap_err().to_string();
+        assert!(e.contains("GPUSHMEM_RANK") && e.contains("GPUSHMEM_SIZE=2"), "{e}");
+    }
+}

@@ -1,0 +1,6 @@
+//! Builds the test and example kernel crates to PTX
+//! (env GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS, GPUSHMEM_PTX_RING_KERNELS).
+fn main() {
+    gpushmem_build::Builder::new("tests/kernels").build_or_exit();
+    gpushmem_build::Builder::new("examples/ring-kernels").build_or_exit();
+}

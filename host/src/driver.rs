@@ -1,0 +1,95 @@
+//! Thin result-style layer over the CUDA driver calls cudarc's safe API does
+//! not wrap (IPC, peer access, raw allocations), plus GPU detection.
+//!
+//! Each function names the driver call it makes; see the CUDA Driver API
+//! reference, sections "Memory Management" (`cuMemAlloc`, `cuIpc*`) and
+//! "Peer Context Memory Access" (`cuCtxEnablePeerAccess`).
+
+use crate::error::CudaContext as _;
+use crate::{Error, Result};
+use cudarc::driver::{result, sys};
+
+/// Number of CUDA devices, or [`Error::NoGpu`] with the reason when the
+/// driver library is missing, fails to initialise, or sees no device.
+pub fn device_count() -> Result<usize> {
+    // SAFETY: only tries to dlopen the library.
+    if !unsafe { sys::is_culib_present() } {
+        return Err(Error::NoGpu("the CUDA driver library (libcuda.so) was not found".into()));
+    }
+    result::init().map_err(|e| Error::NoGpu(format!("cuInit failed: {e}")))?;
+    let n = result::device::get_count().map_err(|e| Error::NoGpu(format!("cuDeviceGetCount failed: {e}")))?;
+    if n <= 0 {
+        return Err(Error::NoGpu("the CUDA driver reports no device".into()));
+    }
+    Ok(n as usize)
+}
+
+/// `cuMemAlloc`: `bytes` of device memory in the current context.
+pub(crate) fn mem_alloc(bytes: u64) -> Result<u64> {
+    // SAFETY: plain allocation; the caller frees it with `mem_free`.
+    unsafe { result::malloc_sync(bytes as usize) }.cuda(format!("cuMemAlloc({bytes} bytes)"))
+}
+
+/// `cuMemFree`.
+///
+/// # Safety
+/// `ptr` came from [`mem_alloc`] in the current context and is not in use.
+pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
+    result::free_sync(ptr).cuda("cuMemFree")
+}
+
+/// `cuMemsetD8`: zeroes `bytes` at `ptr`.
+///
+/// # Safety
+/// `[ptr, ptr + bytes)` is device memory of the current context.
+pub(crate) unsafe fn mem_zero(ptr: u64, bytes: u64) -> Result<()> {
+    result::memset_d8_sync(ptr, 0, bytes as usize).cuda("cuMemsetD8")
+}
+
+/// An IPC handle's 64 bytes, as they travel through the bootstrap.
+pub(crate) type IpcBytes = [u8; 64];
+
+/// `cuIpcGetMemHandle` for an allocation made with [`mem_alloc`].
+pub(crate) fn ipc_get_handle(ptr: u64) -> Result<IpcBytes> {
+    let mut h = sys::CUipcMemHandle_st { reserved: [0; 64] };
+    // SAFETY: `ptr` is the base of a cuMemAlloc allocation.
+    unsafe { sys::cuIpcGetMemHandle(&mut h, ptr) }.result().cuda("cuIpcGetMemHandle")?;
+    Ok(h.reserved.map(|c| c as u8))
+}
+
+/// `cuIpcOpenMemHandle` (lazy peer access): maps another process's allocation.
+pub(crate) fn ipc_open(handle: &IpcBytes) -> Result<u64> {
+    let h = sys::CUipcMemHandle_st { reserved: handle.map(|b| b as core::ffi::c_char) };
+    let mut ptr = 0;
+    let flags = sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32;
+    // SAFETY: the handle came from cuIpcGetMemHandle in a live process of this job.
+    unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, h, flags) }.result().cuda("cuIpcOpenMemHandle")?;
+    Ok(ptr)
+}
+
+/// `cuIpcCloseMemHandle`.
+///
+/// # Safety
+/// `ptr` came from [`ipc_open`] and is no longer used.
+pub(crate) unsafe fn ipc_close(ptr: u64) -> Result<()> {
+    sys::cuIpcCloseMemHandle(ptr).result().cuda("cuIpcCloseMemHandle")
+}
+
+/// `cuDeviceCanAccessPeer` then `cuCtxEnablePeerAccess` from the current
+/// context to `peer_ctx` (already enabled counts as success).
+pub(crate) fn enable_peer_access(dev: sys::CUdevice, peer_dev: sys::CUdevice, peer_ctx: sys::CUcontext) -> Result<()> {
+    let mut can = 0;
+    // SAFETY: plain queries on valid device handles.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, dev, peer_dev) }.result().cuda("cuDeviceCanAccessPeer")?;
+    if can == 0 {
+        return Err(Error::Cuda {
+            call: format!("peer access from device {dev} to device {peer_dev} (cuDeviceCanAccessPeer says no)"),
+            source: cudarc::driver::DriverError(sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED),
+        });
+    }
+    // SAFETY: `peer_ctx` is a live context.
+    match unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) } {
+        sys::cudaError_enum::CUDA_SUCCESS | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
+        e => Err(Error::Cuda { call: "cuCtxEnablePeerAccess".into(), source: cudarc::driver::DriverError(e) }),
+    }
+}

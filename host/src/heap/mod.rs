@@ -1,0 +1,119 @@
+//! The symmetric heap: one device allocation per PE, the same size on every
+//! PE, handed out by collective `malloc`/`calloc`/`align`/`free` at the same
+//! offsets on every PE (see [`allocator`]).
+//!
+//! The first [`RESERVED_HEAP_BYTES`] of every heap are the library's (barrier
+//! flags and other sync words, zeroed at init); user allocations follow.
+
+pub mod allocator;
+
+use crate::driver;
+use crate::{Error, Result};
+use allocator::Allocator;
+use gpushmem_kernels::abi::RESERVED_HEAP_BYTES;
+use std::marker::PhantomData;
+use std::sync::Mutex;
+
+/// `len` elements of `T` in the symmetric heap: the same offset on every PE.
+///
+/// Pass [`SymSlice::as_kernel_ptr`] to a kernel; device calls such as
+/// `put_nbi(dest, …, pe)` translate it to PE `pe`'s copy. Free it with
+/// [`crate::Shmem::free`] (collective); it is not freed on drop, since a drop
+/// is not collective (the whole heap is released at finalize).
+#[derive(Debug)]
+pub struct SymSlice<T> {
+    offset: u64,
+    len: usize,
+    heap_base: u64,
+    _t: PhantomData<T>,
+}
+
+impl<T> SymSlice<T> {
+    pub(crate) fn new(offset: u64, len: usize, heap_base: u64) -> Self {
+        SymSlice { offset, len, heap_base, _t: PhantomData }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes it spans.
+    pub fn byte_len(&self) -> u64 {
+        (self.len * std::mem::size_of::<T>()) as u64
+    }
+
+    /// Offset from the heap base (the same on every PE).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// This PE's device address of element 0, as a kernel argument.
+    pub fn as_kernel_ptr(&self) -> u64 {
+        self.heap_base + self.offset
+    }
+
+    pub(crate) fn heap_base(&self) -> u64 {
+        self.heap_base
+    }
+}
+
+/// One PE's heap memory and its allocator.
+pub(crate) struct Heap {
+    pub base: u64,
+    pub size: u64,
+    pub alloc: Mutex<Allocator>,
+}
+
+impl Heap {
+    /// Allocates and zeroes `size` bytes of device memory in the current context.
+    pub fn new(size: u64) -> Result<Heap> {
+        if size <= RESERVED_HEAP_BYTES {
+            return Err(Error::Config {
+                name: "GPUSHMEM_SYMMETRIC_SIZE".into(),
+                value: size.to_string(),
+                why: format!("must exceed the {RESERVED_HEAP_BYTES} bytes the library reserves"),
+            });
+        }
+        let base = driver::mem_alloc(size).map_err(|e| match e {
+            Error::Cuda { source, .. } => Error::Cuda {
+                call: format!(
+                    "allocating the {size}-byte symmetric heap (GPUSHMEM_SYMMETRIC_SIZE; free device memory: {} bytes)",
+                    cudarc::driver::result::mem_get_info().map(|m| m.0).unwrap_or(0)
+                ),
+                source,
+            },
+            other => other,
+        })?;
+        // SAFETY: just allocated, `size` bytes.
+        if let Err(e) = unsafe { driver::mem_zero(base, size) } {
+            // SAFETY: not shared with anyone yet.
+            let _ = unsafe { driver::mem_free(base) };
+            return Err(e);
+        }
+        Ok(Heap { base, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)) })
+    }
+
+    /// Fails unless `[addr, addr + len)` is inside this heap.
+    pub fn check_range(&self, addr: u64, len: u64) -> Result<()> {
+        let inside = addr >= self.base && (addr - self.base).checked_add(len).is_some_and(|e| e <= self.size);
+        if inside {
+            Ok(())
+        } else {
+            Err(Error::NotSymmetric { addr, len, base: self.base, size: self.size })
+        }
+    }
+
+    /// Fails unless `s` was allocated from this heap (not another PE's or job's).
+    pub fn check_slice<T>(&self, s: &SymSlice<T>) -> Result<()> {
+        if s.heap_base() != self.base {
+            return Err(Error::NotSymmetric { addr: s.as_kernel_ptr(), len: s.byte_len(), base: self.base, size: self.size });
+        }
+        self.check_range(s.as_kernel_ptr(), s.byte_len())
+    }
+}

@@ -1,0 +1,85 @@
+//! Kernel launch: plain, and collective (checked to be co-resident).
+
+use crate::module::Kernel;
+use crate::{Error, Result};
+use cudarc::driver::{sys, CudaContext, DeviceRepr, LaunchConfig};
+use std::ffi::c_void;
+
+/// A kernel's arguments: a tuple of values the driver copies (`u64` device
+/// pointers from [`crate::SymSlice::as_kernel_ptr`], integers, floats).
+pub trait KernelArgs {
+    /// Calls `f` with the `void*` array `cuLaunchKernel` takes.
+    fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+}
+
+macro_rules! tuple_args {
+    ($($t:ident),*) => {
+        impl<$($t: DeviceRepr),*> KernelArgs for ($($t,)*) {
+            #[allow(non_snake_case)]
+            fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+                let ($($t,)*) = self;
+                let mut params = [$($t as *const $t as *mut c_void),*];
+                f(&mut params)
+            }
+        }
+    };
+}
+
+impl KernelArgs for () {
+    fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+        f(&mut [])
+    }
+}
+tuple_args!(A);
+tuple_args!(A, B);
+tuple_args!(A, B, C);
+tuple_args!(A, B, C, D);
+tuple_args!(A, B, C, D, E);
+tuple_args!(A, B, C, D, E, F);
+tuple_args!(A, B, C, D, E, F, G);
+tuple_args!(A, B, C, D, E, F, G, H);
+tuple_args!(A, B, C, D, E, F, G, H, I);
+tuple_args!(A, B, C, D, E, F, G, H, I, J);
+
+/// `cuLaunchKernel` on `stream`.
+///
+/// # Safety
+/// `args` match the kernel's parameters in number and type.
+pub(crate) unsafe fn launch_on(stream: sys::CUstream, k: &Kernel, cfg: LaunchConfig, args: &impl KernelArgs) -> Result<()> {
+    args.with_params(|p| {
+        cudarc::driver::result::launch_kernel(k.func.cu_function(), cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes, stream, p)
+    })
+    .map_err(|e| Error::Launch {
+        kernel: k.name.clone(),
+        why: format!(
+            "cuLaunchKernel with grid {:?}, block {:?}, {} bytes shared memory: {e}",
+            cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes
+        ),
+    })
+}
+
+/// Fails unless the whole grid can be resident on the device at once, given
+/// that `sharing` PEs split the device (a kernel whose blocks wait for other
+/// blocks or PEs would otherwise hang).
+pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfig, sharing: usize) -> Result<()> {
+    let block = cfg.block_dim.0 * cfg.block_dim.1 * cfg.block_dim.2;
+    let blocks = cfg.grid_dim.0 as u64 * cfg.grid_dim.1 as u64 * cfg.grid_dim.2 as u64;
+    let err = |why: String| Error::Launch { kernel: k.name.clone(), why };
+    let per_sm = k
+        .func
+        .occupancy_max_active_blocks_per_multiprocessor(block, cfg.shared_mem_bytes as usize, None)
+        .map_err(|e| err(format!("occupancy query failed: {e}")))?;
+    let sms = ctx
+        .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(|e| err(format!("SM count query failed: {e}")))? as u64;
+    let fits = per_sm as u64 * sms / sharing.max(1) as u64;
+    if blocks > fits {
+        return Err(err(format!(
+            "collective launch of {blocks} blocks × {block} threads cannot be co-resident: the device holds {} such blocks \
+             ({per_sm} per SM × {sms} SMs), shared by {sharing} PE(s) on this GPU, so at most {fits} per PE; \
+             use fewer blocks or threads, or less shared memory",
+            per_sm as u64 * sms
+        )));
+    }
+    Ok(())
+}

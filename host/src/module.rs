@@ -1,0 +1,78 @@
+//! Kernel modules: loading PTX installs this PE's device state into it.
+
+use crate::{Error, Result};
+use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
+use gpushmem_kernels::abi::{State, STATE_SYMBOL};
+use std::sync::Arc;
+
+/// A loaded PTX module whose `GPUSHMEM_STATE` holds this PE's device state.
+/// Several modules may be loaded at once; each has its own copy of the state.
+pub struct Module {
+    pub(crate) inner: Arc<CudaModule>,
+    name: String,
+}
+
+/// A kernel (`extern "ptx-kernel" fn`) of a [`Module`], ready to launch.
+#[derive(Clone)]
+pub struct Kernel {
+    pub(crate) func: CudaFunction,
+    pub(crate) name: String,
+}
+
+impl Kernel {
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Module {
+    /// Loads `ptx` (`cuModuleLoadData`) and writes `state` into its
+    /// `GPUSHMEM_STATE` global, checking the global's size against this
+    /// build's [`State`] (a kernel crate built against another version of
+    /// `gpushmem-kernels` is refused here rather than misread on the device).
+    pub(crate) fn load(
+        ctx: &Arc<cudarc::driver::CudaContext>,
+        stream: &Arc<CudaStream>,
+        name: &str,
+        ptx: &str,
+        state: &State,
+    ) -> Result<Module> {
+        let err = |why: String| Error::Module { name: name.to_string(), why };
+        let inner = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .map_err(|e| err(format!("cuModuleLoadData failed: {e} (PTX built for a newer GPU or PTX ISA than this driver/GPU supports?)")))?;
+        let mut global = inner.get_global(STATE_SYMBOL, stream).map_err(|e| {
+            err(format!(
+                "no `{STATE_SYMBOL}` global ({e}): the kernel crate must depend on gpushmem-kernels (and use it), so that its state is linked in"
+            ))
+        })?;
+        let want = std::mem::size_of::<State>();
+        if global.len() != want {
+            return Err(err(format!(
+                "`{STATE_SYMBOL}` is {} bytes, this host expects {want} (state version {}): rebuild the kernel crate against the same gpushmem-kernels",
+                global.len(),
+                gpushmem_kernels::abi::STATE_VERSION
+            )));
+        }
+        stream
+            .memcpy_htod(bytemuck::bytes_of(state), &mut global)
+            .and_then(|_| stream.synchronize())
+            .map_err(|e| err(format!("writing the device state: {e}")))?;
+        Ok(Module { inner, name: name.to_string() })
+    }
+
+    /// The kernel `name` of this module.
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let func = self.inner.load_function(name).map_err(|e| Error::Module {
+            name: self.name.clone(),
+            why: format!("no kernel `{name}` ({e}); is it `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn {name}`?"),
+        })?;
+        Ok(Kernel { func, name: name.to_string() })
+    }
+
+    /// The name it was loaded under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}

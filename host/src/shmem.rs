@@ -1,0 +1,346 @@
+//! [`Shmem`]: one PE's handle on the job — heap, peers, modules, launches.
+
+use crate::bootstrap::{env::LaunchEnv, socket::SocketBootstrap, threads::ThreadsBootstrap, Bootstrap};
+use crate::error::CudaContext as _;
+use crate::heap::{Heap, SymSlice};
+use crate::launch::{check_co_resident, launch_on, KernelArgs};
+use crate::module::{Kernel, Module};
+use crate::peer::PeerMap;
+use crate::{driver, Config, Error, Result};
+use cudarc::driver::{CudaContext, CudaStream, LaunchConfig};
+use gpushmem_kernels::abi::{State, FLAG_DEBUG_CHECKS, STATE_VERSION};
+use std::sync::Arc;
+
+/// One PE: its GPU context and stream, its symmetric heap, the mapping of
+/// every peer's heap, and the bootstrap to the other PEs.
+///
+/// Make one with [`Shmem::init`] (one process per PE) or through
+/// [`crate::Threads`] (PEs as threads of one process). Calls documented as
+/// *collective* must be made by every PE, in the same order, with the same
+/// arguments; a mismatch is an [`Error::Mismatch`] on every PE.
+pub struct Shmem {
+    config: Config,
+    device: usize,
+    pes_on_device: usize,
+    // Drop order matters: peers (unmapped) before heap (freed) before the context.
+    peers: PeerMap,
+    heap: Heap,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    bootstrap: Box<dyn Bootstrap>,
+    finalized: bool,
+}
+
+impl Shmem {
+    /// Joins the job this process was started in (collective): by
+    /// `gpushmem-run`, `mpirun` or `srun` (see [`LaunchEnv`]), else as a
+    /// job of one PE. Settings come from the environment ([`Config::from_env`]).
+    pub fn init() -> Result<Shmem> {
+        crate::logging::init();
+        let config = Config::from_env()?;
+        match LaunchEnv::from_env()? {
+            Some(env) => {
+                log::debug!("PE {}/{}: joining through {} at {}", env.rank, env.size, env.source, env.rendezvous.display());
+                let boot = SocketBootstrap::connect(&env, config.bootstrap_timeout)?;
+                let device = env.device;
+                let local = env.local_rank;
+                Self::init_with(Box::new(boot), config, device, local)
+            }
+            None => {
+                let boot = ThreadsBootstrap::group(1, config.bootstrap_timeout).remove(0);
+                Self::init_with(Box::new(boot), config, None, 0)
+            }
+        }
+    }
+
+    /// Sets up a PE over an existing bootstrap (collective). `device` default:
+    /// `local_rank` modulo the number of GPUs. On an error this PE aborts the
+    /// bootstrap, so the other PEs fail at once rather than at their timeout.
+    pub(crate) fn init_with(
+        bootstrap: Box<dyn Bootstrap>,
+        config: Config,
+        device: Option<usize>,
+        local_rank: usize,
+    ) -> Result<Shmem> {
+        let r = Self::setup(bootstrap.as_ref(), &config, device, local_rank);
+        match r {
+            Ok((ctx, stream, heap, peers, device)) => {
+                let pes_on_device = peers.pes_on_device(bootstrap.rank());
+                let s = Shmem { config, device, pes_on_device, peers, heap, stream, ctx, bootstrap, finalized: false };
+                log::debug!(
+                    "PE {}/{}: device {}, heap {:#x}+{:#x}, {} PE(s) on this GPU",
+                    s.my_pe(),
+                    s.n_pes(),
+                    s.device,
+                    s.heap.base,
+                    s.heap.size,
+                    s.pes_on_device
+                );
+                Ok(s)
+            }
+            Err(e) => {
+                bootstrap.abort(&format!("init failed: {e}"));
+                Err(e)
+            }
+        }
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn setup(
+        boot: &dyn Bootstrap,
+        config: &Config,
+        device: Option<usize>,
+        local_rank: usize,
+    ) -> Result<(Arc<CudaContext>, Arc<CudaStream>, Heap, PeerMap, usize)> {
+        let me = boot.rank();
+        let n_dev = driver::device_count()?;
+        let device = device.unwrap_or(local_rank % n_dev);
+        if device >= n_dev {
+            return Err(Error::Config {
+                name: "GPUSHMEM_DEVICE".into(),
+                value: device.to_string(),
+                why: format!("this machine has {n_dev} GPU(s)"),
+            });
+        }
+        let ctx = CudaContext::new(device).cuda(format!("creating the context on device {device}"))?;
+        let stream = ctx.new_stream().cuda("cuStreamCreate")?;
+        let heap = Heap::new(config.heap_size)?;
+        let peers = match PeerMap::build(boot, &ctx, device, &heap) {
+            Ok(p) => p,
+            Err(e) => {
+                // SAFETY: no peer has mapped it (the exchange failed).
+                let _ = unsafe { driver::mem_free(heap.base) };
+                return Err(e);
+            }
+        };
+        boot.barrier()?;
+        log::trace!("PE {me}: init complete");
+        Ok((ctx, stream, heap, peers, device))
+    }
+
+    /// This PE's number (`nvshmem_my_pe`).
+    pub fn my_pe(&self) -> usize {
+        self.bootstrap.rank()
+    }
+
+    /// Number of PEs (`nvshmem_n_pes`).
+    pub fn n_pes(&self) -> usize {
+        self.bootstrap.size()
+    }
+
+    /// The GPU ordinal this PE runs on.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// The settings this PE runs with.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// This PE's CUDA context (cudarc), for allocations and copies of ordinary device memory.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// This PE's stream: [`Shmem::launch`] and the heap copies run on it.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The bootstrap (out-of-band exchange with the other PEs).
+    pub fn bootstrap(&self) -> &dyn Bootstrap {
+        self.bootstrap.as_ref()
+    }
+
+    /// The device state this PE installs into every module it loads.
+    pub fn device_state(&self) -> State {
+        State {
+            version: STATE_VERSION,
+            size: std::mem::size_of::<State>() as u32,
+            my_pe: self.my_pe() as u32,
+            n_pes: self.n_pes() as u32,
+            heap_base: self.heap.base,
+            heap_size: self.heap.size,
+            peer_bases: self.peers.table,
+            flags: if self.config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 },
+            reserved0: 0,
+            timeout_ns: self.config.device_timeout.map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
+            reserved: [0; 4],
+        }
+    }
+
+    /// Each PE's heap base in this PE's address space (index = PE).
+    pub fn peer_heap_bases(&self) -> &[u64] {
+        &self.peers.bases
+    }
+
+    /// Checks that every PE made the same collective call with the same arguments.
+    fn agree(&self, call: &'static str, args: &[u64]) -> Result<()> {
+        let mine: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
+        let all = self.bootstrap.allgather(&mine)?;
+        if all.iter().any(|a| a != &mine) {
+            let detail = all
+                .iter()
+                .enumerate()
+                .map(|(pe, b)| {
+                    let v: Vec<u64> = b.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+                    format!("PE {pe}: {v:?}")
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(Error::Mismatch { me: self.my_pe(), call, detail });
+        }
+        Ok(())
+    }
+
+    fn alloc_raw<T>(&self, call: &'static str, op: u64, len: usize, align: u64) -> Result<SymSlice<T>> {
+        let bytes = (len as u64).checked_mul(std::mem::size_of::<T>() as u64).ok_or(Error::HeapExhausted {
+            requested: u64::MAX,
+            align,
+            largest_free: 0,
+            heap_size: self.heap.size,
+        })?;
+        self.agree(call, &[op, bytes, align])?;
+        let off = self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).alloc(bytes, align)?;
+        Ok(SymSlice::new(off, len, self.heap.base))
+    }
+
+    /// Collective: `len` elements of `T` in the symmetric heap, at the same
+    /// offset on every PE (`nvshmem_malloc`); contents undefined. Every PE
+    /// checks that all asked for the same size.
+    pub fn malloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymSlice<T>> {
+        self.alloc_raw("malloc", 1, len, std::mem::align_of::<T>() as u64)
+    }
+
+    /// Collective: as [`Shmem::malloc`], aligned to `align` bytes (a power of two; `nvshmem_align`).
+    pub fn align<T: bytemuck::Pod>(&self, align: usize, len: usize) -> Result<SymSlice<T>> {
+        self.alloc_raw("align", 2, len, align.max(std::mem::align_of::<T>()) as u64)
+    }
+
+    /// Collective: as [`Shmem::malloc`], zeroed on every PE before any PE returns (`nvshmem_calloc`).
+    pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymSlice<T>> {
+        let s = self.alloc_raw("calloc", 3, len, std::mem::align_of::<T>() as u64)?;
+        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        // SAFETY: a fresh allocation in this PE's heap.
+        unsafe { driver::mem_zero(s.as_kernel_ptr(), s.byte_len()) }?;
+        self.bootstrap.barrier()?;
+        Ok(s)
+    }
+
+    /// Collective: frees `s` on every PE (`nvshmem_free`). Errors: a slice
+    /// of another heap, a double free, PEs freeing different allocations.
+    pub fn free<T>(&self, s: SymSlice<T>) -> Result<()> {
+        self.heap.check_slice(&s)?;
+        self.agree("free", &[4, s.offset()])?;
+        self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).free(s.offset())
+    }
+
+    /// Frees the allocation at device address `ptr` of this heap (collective);
+    /// for pointers that came back from device code.
+    pub fn free_ptr(&self, ptr: u64) -> Result<()> {
+        self.heap.check_range(ptr, 1)?;
+        let off = ptr - self.heap.base;
+        self.agree("free", &[4, off])?;
+        self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).free(off)
+    }
+
+    /// Copies `data` into this PE's copy of `s` (blocking; `data.len()` must equal `s.len()`).
+    pub fn write<T: bytemuck::Pod>(&self, s: &SymSlice<T>, data: &[T]) -> Result<()> {
+        self.heap.check_slice(s)?;
+        check_len("write", s.len(), data.len())?;
+        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        // SAFETY: the range was checked to be inside this PE's heap.
+        unsafe { cudarc::driver::result::memcpy_htod_sync(s.as_kernel_ptr(), data) }.cuda("cuMemcpyHtoD (heap write)")
+    }
+
+    /// Copies this PE's copy of `s` to the host (blocking).
+    pub fn read<T: bytemuck::Pod>(&self, s: &SymSlice<T>) -> Result<Vec<T>> {
+        self.heap.check_slice(s)?;
+        let mut out = vec![T::zeroed(); s.len()];
+        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        // SAFETY: as in `write`.
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut out, s.as_kernel_ptr()) }.cuda("cuMemcpyDtoH (heap read)")?;
+        Ok(out)
+    }
+
+    /// Loads a PTX module and installs this PE's device state into it.
+    pub fn load_module(&self, name: &str, ptx: &str) -> Result<Module> {
+        Module::load(&self.ctx, &self.stream, name, ptx, &self.device_state())
+    }
+
+    /// Launches `k` on this PE's stream (asynchronous; see [`Shmem::synchronize`]).
+    ///
+    /// # Safety
+    /// `args` match the kernel's parameters; pointers in them are valid for what the kernel does.
+    pub unsafe fn launch(&self, k: &Kernel, cfg: LaunchConfig, args: impl KernelArgs) -> Result<()> {
+        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        launch_on(self.stream.cu_stream(), k, cfg, &args)
+    }
+
+    /// Launches a kernel that synchronizes with other blocks or PEs (barriers,
+    /// waits): first checks that the whole grid can be resident at once, with
+    /// the GPU split among the PEs that share it, and fails with
+    /// [`Error::Launch`] if not (such a kernel would otherwise hang).
+    ///
+    /// # Safety
+    /// As [`Shmem::launch`]; every PE launches its part.
+    pub unsafe fn launch_collective(&self, k: &Kernel, cfg: LaunchConfig, args: impl KernelArgs) -> Result<()> {
+        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        check_co_resident(&self.ctx, k, &cfg, self.pes_on_device)?;
+        launch_on(self.stream.cu_stream(), k, cfg, &args)
+    }
+
+    /// Waits for this PE's stream. A kernel that trapped (a failed device
+    /// check or a timed-out wait, whose message was printed) shows here as
+    /// `CUDA_ERROR_LAUNCH_FAILED`, and the context stays unusable.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream.synchronize().map_err(|source| Error::Cuda {
+            call: format!("PE {}: waiting for its stream (a device-side message above may say why)", self.my_pe()),
+            source,
+        })
+    }
+
+    /// Host barrier: waits for this PE's stream, then for every PE to arrive (collective).
+    pub fn barrier_all(&self) -> Result<()> {
+        self.synchronize()?;
+        self.bootstrap.barrier()
+    }
+
+    /// Collective: waits for every PE's work, unmaps the peers' heaps and
+    /// frees this PE's (`nvshmem_finalize`). Dropping a `Shmem` does the same
+    /// but can only log errors.
+    pub fn finalize(mut self) -> Result<()> {
+        self.finalized = true;
+        self.barrier_all()
+    }
+}
+
+fn check_len(call: &'static str, want: usize, got: usize) -> Result<()> {
+    if want != got {
+        return Err(Error::Config {
+            name: call.into(),
+            value: got.to_string(),
+            why: format!("host slice has {got} elements, the symmetric slice {want}"),
+        });
+    }
+    Ok(())
+}
+
+impl Drop for Shmem {
+    fn drop(&mut self) {
+        if !self.finalized {
+            // Peers may still read our heap: wait for them, bounded by the bootstrap timeout.
+            if let Err(e) = self.barrier_all() {
+                log::warn!("PE {}: finalize on drop: {e}", self.my_pe());
+            }
+        }
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: every PE has passed the final barrier (or failed); nobody uses the heap.
+        if let Err(e) = unsafe { driver::mem_free(self.heap.base) } {
+            log::warn!("PE {}: freeing the symmetric heap: {e}", self.my_pe());
+        }
+        // `peers` drops after this body (fields drop in declaration order) — it
+        // unmaps peer heaps; the order is harmless since neither uses the other.
+    }
+}

@@ -1,0 +1,107 @@
+//! PEs as threads of one process (NVSHMEM cannot do this): on one GPU this
+//! is how PEs run concurrently (kernels of different processes on one GPU
+//! only time-slice), and on several GPUs it needs no launcher.
+
+use crate::bootstrap::{threads::ThreadsBootstrap, Bootstrap};
+use crate::{driver, Config, Error, Result, Shmem};
+
+/// A job of `n` PEs as threads of this process.
+///
+/// ```no_run
+/// let results = gpushmem::Threads::new(4).run(|shmem| Ok(shmem.my_pe()))?;
+/// assert_eq!(results, vec![0, 1, 2, 3]);
+/// # Ok::<(), gpushmem::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Threads {
+    n: usize,
+    config: Option<Config>,
+    devices: Option<Vec<usize>>,
+}
+
+impl Threads {
+    /// `n` PEs; PE k runs on GPU `k % device_count` unless [`Threads::devices`] says otherwise.
+    pub fn new(n: usize) -> Self {
+        Threads { n, config: None, devices: None }
+    }
+
+    /// Settings for every PE (default: [`Config::from_env`]).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = Some(config);
+        self
+    }
+
+    /// GPU ordinal of each PE (index = PE; a shorter list wraps around).
+    pub fn devices(mut self, devices: Vec<usize>) -> Self {
+        self.devices = Some(devices);
+        self
+    }
+
+    /// Runs `f` on every PE, each in its own thread with its own [`Shmem`],
+    /// and returns the results in PE order. When one PE fails (error or
+    /// panic) the others' bootstrap waits end at once; the error returned is
+    /// the first PE's own failure (not the others' "peer failed").
+    pub fn run<T, F>(self, f: F) -> Result<Vec<T>>
+    where
+        T: Send,
+        F: Fn(&Shmem) -> Result<T> + Sync,
+    {
+        crate::logging::init();
+        if self.n == 0 {
+            return Err(Error::Config { name: "Threads::new".into(), value: "0".into(), why: "need at least one PE".into() });
+        }
+        let config = match self.config {
+            Some(c) => c,
+            None => Config::from_env()?,
+        };
+        let n_dev = driver::device_count()?;
+        let boots = ThreadsBootstrap::group(self.n, config.bootstrap_timeout);
+        let outcomes: Vec<Result<T>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = boots
+                .into_iter()
+                .enumerate()
+                .map(|(pe, boot)| {
+                    let device = self.devices.as_ref().map_or(pe % n_dev, |d| d[pe % d.len()]);
+                    let config = config.clone();
+                    let f = &f;
+                    std::thread::Builder::new()
+                        .name(format!("gpushmem-pe{pe}"))
+                        .spawn_scoped(scope, move || {
+                            let guard = boot.clone();
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                let shmem = Shmem::init_with(Box::new(boot), config, Some(device), pe)?;
+                                let out = f(&shmem);
+                                if out.is_err() {
+                                    // Others may wait in a collective for us: release them now.
+                                    shmem.bootstrap().abort("its function returned an error");
+                                }
+                                let out = out?;
+                                shmem.finalize()?;
+                                Ok(out)
+                            }));
+                            match r {
+                                Ok(r) => r,
+                                Err(p) => {
+                                    let message = p
+                                        .downcast_ref::<&str>()
+                                        .map(|s| s.to_string())
+                                        .or_else(|| p.downcast_ref::<String>().cloned())
+                                        .unwrap_or_else(|| "non-string panic".into());
+                                    guard.abort(&format!("panicked: {message}"));
+                                    Err(Error::Panic { pe, message })
+                                }
+                            }
+                        })
+                        .expect("spawning a PE thread")
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().expect("PE thread result")).collect()
+        });
+        let first_cause = outcomes.iter().position(|r| matches!(r, Err(e) if !matches!(e, Error::PeerFailed { .. })));
+        let first_err = first_cause.or_else(|| outcomes.iter().position(|r| r.is_err()));
+        if let Some(i) = first_err {
+            return Err(outcomes.into_iter().nth(i).and_then(|r| r.err()).expect("an error"));
+        }
+        Ok(outcomes.into_iter().map(|r| r.ok().expect("checked")).collect())
+    }
+}

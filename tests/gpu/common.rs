@@ -1,0 +1,92 @@
+//! Shared pieces of the GPU tests.
+
+use gpushmem::{Config, LaunchConfig, Module, Shmem, Threads};
+
+pub const PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS"));
+
+/// A test's outcome: `Err` carries the message libtest-mimic prints.
+pub type TestResult = Result<(), libtest_mimic::Failed>;
+
+/// Settings for test jobs: a small heap, short timeouts (a hang becomes an error).
+pub fn config(heap: u64) -> Config {
+    Config {
+        heap_size: heap,
+        bootstrap_timeout: std::time::Duration::from_secs(60),
+        device_timeout: Some(std::time::Duration::from_secs(20)),
+        debug_checks: false,
+    }
+}
+
+/// Runs `f` on `n` PEs as threads and turns any error into a test failure.
+pub fn threads<T: Send>(n: usize, heap: u64, f: impl Fn(&Shmem) -> gpushmem::Result<T> + Sync) -> Result<Vec<T>, libtest_mimic::Failed> {
+    Threads::new(n).config(config(heap)).run(f).map_err(|e| format!("{n} PEs: {e}").into())
+}
+
+/// The test kernels, loaded into this PE.
+pub fn kernels(shmem: &Shmem) -> gpushmem::Result<Module> {
+    shmem.load_module("gpushmem-test-kernels", PTX)
+}
+
+/// One block of `threads` threads.
+pub fn one_block(threads: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (1, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
+}
+
+/// splitmix64: reproducible random bytes from (seed, stream).
+pub fn random_bytes(seed: u64, stream: u64, len: usize) -> Vec<u8> {
+    let mut x = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
+/// A seed for this run: `GPUSHMEM_TEST_SEED` or the clock; printed so a failure can be replayed.
+pub fn seed() -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SEED.get_or_init(|| {
+        let s = std::env::var("GPUSHMEM_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+        });
+        println!("GPU tests: GPUSHMEM_TEST_SEED={s}");
+        s
+    })
+}
+
+/// First mismatch between `got` and `want`, as a message.
+pub fn compare(what: &str, got: &[u8], want: &[u8]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: length {} != {}", got.len(), want.len()));
+    }
+    match got.iter().zip(want).position(|(g, w)| g != w) {
+        None => Ok(()),
+        Some(i) => {
+            let bad = got.iter().zip(want).filter(|(g, w)| g != w).count();
+            Err(format!("{what}: {bad} of {} bytes wrong; first at {i}: got {:#04x}, want {:#04x}", want.len(), got[i], want[i]))
+        }
+    }
+}
+
+/// `?` for cudarc results inside PE closures.
+pub trait CuExt<T> {
+    /// Wraps a driver error with what was being done.
+    fn cu(self, what: &str) -> gpushmem::Result<T>;
+}
+
+impl<T> CuExt<T> for Result<T, gpushmem::cudarc::driver::DriverError> {
+    fn cu(self, what: &str) -> gpushmem::Result<T> {
+        self.map_err(|source| gpushmem::Error::Cuda { call: what.to_string(), source })
+    }
+}
+
+/// Device address of a cudarc buffer, as a kernel argument.
+pub fn dptr<T>(buf: &gpushmem::cudarc::driver::CudaSlice<T>, stream: &gpushmem::cudarc::driver::CudaStream) -> u64 {
+    use gpushmem::cudarc::driver::DevicePtr;
+    buf.device_ptr(stream).0
+}

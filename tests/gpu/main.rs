@@ -1,0 +1,120 @@
+//! GPU test suite. Runs the GPU tests when a CUDA driver and GPU are present;
+//! otherwise reports each as ignored (kind "needs GPU") and prints why.
+//! The same binary, built on a CPU machine, runs them on a GPU machine.
+//!
+//! With `GPUSHMEM_TEST_CHILD=<scenario>` the binary runs one scenario as a
+//! child process instead (process-mode PEs, traps that poison a context).
+
+mod common;
+mod errors;
+mod rma;
+mod smoke;
+mod sync;
+
+use common::*;
+use libtest_mimic::{Arguments, Trial};
+use std::process::ExitCode;
+
+fn child_scenario(name: &str) -> ExitCode {
+    let report = |r: gpushmem::Result<()>| match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("HOST-SAW-ERROR: {e}");
+            ExitCode::from(1)
+        }
+    };
+    match name {
+        "debug_pe_check" | "wait_timeout" => report((|| {
+            let shmem = gpushmem::Shmem::init()?;
+            let m = kernels(&shmem)?;
+            let buf = shmem.calloc::<u64>(4)?;
+            unsafe {
+                if name == "debug_pe_check" {
+                    shmem.launch(&m.kernel("p_to")?, one_block(32), (buf.as_kernel_ptr(), 5u32))?;
+                } else {
+                    shmem.launch(&m.kernel("wait_forever")?, one_block(32), (buf.as_kernel_ptr(),))?;
+                }
+            }
+            shmem.synchronize()?;
+            println!("NO ERROR: the kernel returned normally");
+            Ok(())
+        })()),
+        "init_only" => report(gpushmem::Shmem::init().map(|_| ())),
+        "kill_pe1" => report((|| {
+            let shmem = gpushmem::Shmem::init()?;
+            if shmem.my_pe() == 1 {
+                let _ = std::process::Command::new("kill").args(["-9", &std::process::id().to_string()]).status();
+                std::thread::sleep(std::time::Duration::from_secs(30));
+            }
+            let m = kernels(&shmem)?;
+            let buf = shmem.calloc::<u64>(2 * shmem.n_pes())?;
+            let k = m.kernel("barrier_rounds")?;
+            let errors = shmem.calloc::<u32>(1)?;
+            loop {
+                unsafe { shmem.launch_collective(&k, one_block(32), (buf.as_kernel_ptr(), 100u32, errors.as_kernel_ptr(), 1u32))? };
+                shmem.barrier_all()?;
+            }
+        })()),
+        "ring_processes" => match rma::ring_and_alltoall_process() {
+            Ok(f) if f.is_empty() => ExitCode::SUCCESS,
+            Ok(f) => {
+                for l in f.iter().take(20) {
+                    println!("{l}");
+                }
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                println!("HOST-SAW-ERROR: {e}");
+                ExitCode::from(1)
+            }
+        },
+        other => {
+            eprintln!("unknown GPUSHMEM_TEST_CHILD scenario {other:?}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn gpu_tests() -> Vec<Trial> {
+    let mut t = vec![
+        Trial::test("smoke::pattern_roundtrip", smoke::smoke_pattern),
+        Trial::test("smoke::state_installed", smoke::state_installed),
+        Trial::test("errors::host_bad_inputs", errors::host_bad_inputs),
+        Trial::test("errors::device_pe_check_traps", errors::device_pe_check_traps),
+        Trial::test("errors::device_wait_times_out", errors::device_wait_times_out),
+        Trial::test("errors::bootstrap_missing_pe", errors::bootstrap_missing_pe),
+        Trial::test("errors::killed_pe_is_reported", errors::killed_pe_is_reported),
+        Trial::test("sync::fence_orders_puts", sync::fence_orders_puts),
+        Trial::test("sync::barrier_missing_is_detected", sync::barrier_missing_is_detected),
+    ];
+    for n in [2usize, 4, 8] {
+        t.push(Trial::test(format!("rma::ring_threads_{n}pe"), move || rma::ring(n)));
+        t.push(Trial::test(format!("rma::alltoall_threads_{n}pe"), move || rma::alltoall(n)));
+        t.push(Trial::test(format!("sync::barrier_1000_rounds_{n}pe"), move || sync::barrier(n)));
+    }
+    for n in [2usize, 4] {
+        t.push(Trial::test(format!("rma::ring_alltoall_processes_{n}pe"), move || errors::processes_ring_alltoall(n)));
+    }
+    t
+}
+
+fn main() -> ExitCode {
+    if let Ok(name) = std::env::var("GPUSHMEM_TEST_CHILD") {
+        return child_scenario(&name);
+    }
+    let mut args = Arguments::from_args();
+    // GPU tests share one device and launch collective kernels: run them one at a time.
+    args.test_threads = Some(1);
+    let tests = match gpushmem::gpu_available() {
+        Ok(n) => {
+            println!("GPU tests: {n} CUDA device(s) found");
+            let _ = seed();
+            gpu_tests()
+        }
+        Err(e) => {
+            println!("GPU tests ignored: {e}");
+            gpu_tests().into_iter().map(|t| t.with_kind("needs GPU").with_ignored_flag(true)).collect()
+        }
+    };
+    libtest_mimic::run(&args, tests).exit_code()
+}

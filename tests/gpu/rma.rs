@@ -1,0 +1,182 @@
+//! Ring and all-to-all exchanges through every RMA variant, sizes from 1 byte
+//! to 64 MiB, odd lengths and misaligned offsets, poisoned destinations,
+//! random data, every byte checked.
+
+use crate::common::*;
+use gpushmem::Shmem;
+
+/// (code in the test kernel's `rma`, name, is a get, element-wise p/g, typed u32 form)
+pub const OPS: &[(u32, &str, bool)] = &[
+    (0, "putmem_nbi", false),
+    (1, "putmem_nbi_warp", false),
+    (2, "putmem_nbi_block", false),
+    (3, "putmem", false),
+    (4, "putmem_warp", false),
+    (5, "putmem_block", false),
+    (6, "getmem_nbi", true),
+    (7, "getmem_nbi_warp", true),
+    (8, "getmem_nbi_block", true),
+    (9, "getmem", true),
+    (10, "getmem_warp", true),
+    (11, "getmem_block", true),
+    (12, "p (u8 loop)", false),
+    (13, "g (u8 loop)", true),
+    (14, "put_nbi::<u32>", false),
+    (15, "get_block::<u32>", true),
+];
+
+/// Whether an op is run at this size and these offsets (element-wise and
+/// single-thread forms are slow at 64 MiB; typed u32 forms need 4-byte multiples).
+fn applies(op: u32, bytes: usize, doff: usize, soff: usize) -> bool {
+    match op {
+        12 | 13 => bytes <= 64 << 10,
+        0 | 3 | 6 | 9 => bytes <= 2 << 20,
+        14 | 15 => bytes % 4 == 0 && doff % 4 == 0 && soff % 4 == 0,
+        _ => true,
+    }
+}
+
+pub struct Case {
+    bytes: usize,
+    doff: usize,
+    soff: usize,
+}
+
+/// Poison = bitwise NOT of what should arrive, so an unwritten byte always fails.
+fn poison(want: &[u8]) -> Vec<u8> {
+    want.iter().map(|b| !b).collect()
+}
+
+fn ring_on_pe(shmem: &Shmem, cases: &[Case], ops: &[u32]) -> gpushmem::Result<Vec<String>> {
+    let n = shmem.n_pes();
+    let me = shmem.my_pe();
+    let max = cases.iter().map(|c| c.bytes + c.doff.max(c.soff)).max().unwrap_or(1);
+    let src = shmem.malloc::<u8>(max)?;
+    let dst = shmem.malloc::<u8>(max)?;
+    let module = kernels(shmem)?;
+    let k = module.kernel("rma_ring")?;
+    let mut failures = Vec::new();
+    for (ci, c) in cases.iter().enumerate() {
+        for &op in ops {
+            if !applies(op, c.bytes, c.doff, c.soff) {
+                continue;
+            }
+            let is_get = OPS[op as usize].2;
+            let stream_of = |pe: usize| (ci as u64) << 32 | (op as u64) << 16 | pe as u64;
+            let mine = random_bytes(seed(), stream_of(me), c.bytes);
+            // put: I receive from me-1; get: I fetch from me+1.
+            let from = if is_get { (me + 1) % n } else { (me + n - 1) % n };
+            let want = random_bytes(seed(), stream_of(from), c.bytes);
+            let mut s = vec![0u8; max];
+            s[c.soff..c.soff + c.bytes].copy_from_slice(&mine);
+            shmem.write(&src, &s)?;
+            let mut d = vec![0u8; max];
+            d[c.doff..c.doff + c.bytes].copy_from_slice(&poison(&want));
+            shmem.write(&dst, &d)?;
+            shmem.bootstrap().barrier()?; // everyone poisoned before anyone writes
+            let args = (op, dst.as_kernel_ptr() + c.doff as u64, src.as_kernel_ptr() + c.soff as u64, c.bytes as u64, 1u32);
+            unsafe { shmem.launch_collective(&k, one_block(256), args)? };
+            shmem.synchronize()?;
+            let got = shmem.read(&dst)?;
+            if let Err(m) = compare(&format!("ring {} bytes={} doff={} soff={}", OPS[op as usize].1, c.bytes, c.doff, c.soff), &got[c.doff..c.doff + c.bytes], &want) {
+                failures.push(format!("PE {me}/{n}: {m}"));
+            }
+            shmem.bootstrap().barrier()?;
+        }
+    }
+    shmem.free(dst)?;
+    shmem.free(src)?;
+    Ok(failures)
+}
+
+fn alltoall_on_pe(shmem: &Shmem, chunks: &[usize], ops: &[u32]) -> gpushmem::Result<Vec<String>> {
+    let n = shmem.n_pes();
+    let me = shmem.my_pe();
+    let max = chunks.iter().max().copied().unwrap_or(1) * n;
+    let src = shmem.malloc::<u8>(max)?;
+    let dst = shmem.malloc::<u8>(max)?;
+    let module = kernels(shmem)?;
+    let k = module.kernel("rma_alltoall")?;
+    let mut failures = Vec::new();
+    for &chunk in chunks {
+        for &op in ops {
+            if !applies(op, chunk, 0, 0) || (op == 12 || op == 13) && chunk * n > 64 << 10 {
+                continue;
+            }
+            let is_get = OPS[op as usize].2;
+            // PE p's source chunk k is random_bytes(p, k); after the exchange slot k of PE me holds PE k's chunk me.
+            let stream_of = |p: usize, k: usize| (chunk as u64) << 40 | (op as u64) << 24 | (p as u64) << 12 | k as u64;
+            let mut s = Vec::with_capacity(chunk * n);
+            for k in 0..n {
+                s.extend_from_slice(&random_bytes(seed(), stream_of(me, k), chunk));
+            }
+            let mut want = Vec::with_capacity(chunk * n);
+            for k in 0..n {
+                want.extend_from_slice(&random_bytes(seed(), stream_of(k, me), chunk));
+            }
+            let _ = is_get; // the same layout results for puts and gets
+            let mut sfull = vec![0u8; max];
+            sfull[..chunk * n].copy_from_slice(&s);
+            shmem.write(&src, &sfull)?;
+            let mut dfull = vec![0u8; max];
+            dfull[..chunk * n].copy_from_slice(&poison(&want));
+            shmem.write(&dst, &dfull)?;
+            shmem.bootstrap().barrier()?;
+            unsafe { shmem.launch_collective(&k, one_block(256), (op, dst.as_kernel_ptr(), src.as_kernel_ptr(), chunk as u64))? };
+            shmem.synchronize()?;
+            let got = shmem.read(&dst)?;
+            if let Err(m) = compare(&format!("alltoall {} chunk={chunk}", OPS[op as usize].1), &got[..chunk * n], &want) {
+                failures.push(format!("PE {me}/{n}: {m}"));
+            }
+            shmem.bootstrap().barrier()?;
+        }
+    }
+    shmem.free(dst)?;
+    shmem.free(src)?;
+    Ok(failures)
+}
+
+fn report(failures: Vec<Vec<String>>) -> TestResult {
+    let all: Vec<String> = failures.into_iter().flatten().collect();
+    if all.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} failures:\n{}", all.len(), all.iter().take(20).cloned().collect::<Vec<_>>().join("\n")).into())
+    }
+}
+
+/// Sizes 1 B … 64 MiB with odd lengths, and misaligned offsets.
+pub fn ring_cases() -> Vec<Case> {
+    let mut v = Vec::new();
+    for bytes in [1usize, 3, 16, 17, 255, 4096 + 5, (64 << 10) + 3, (1 << 20) + 7, 64 << 20] {
+        for (doff, soff) in [(0, 0), (1, 1), (8, 0), (13, 6), (4, 12), (3, 0)] {
+            if bytes >= 1 << 20 && (doff, soff) != (0, 0) && (doff, soff) != (13, 6) {
+                continue; // large sizes: one aligned and one misaligned pair
+            }
+            v.push(Case { bytes, doff, soff });
+        }
+    }
+    v
+}
+
+pub fn ring(n: usize) -> TestResult {
+    let cases = ring_cases();
+    let ops: Vec<u32> = OPS.iter().map(|o| o.0).collect();
+    report(threads(n, 160 << 20, |shmem| ring_on_pe(shmem, &cases, &ops))?)
+}
+
+pub fn alltoall(n: usize) -> TestResult {
+    let chunks = [1usize, 7, 64, 4096 + 3, (256 << 10) + 1, 4 << 20];
+    let ops: Vec<u32> = OPS.iter().map(|o| o.0).collect();
+    report(threads(n, 96 << 20, |shmem| alltoall_on_pe(shmem, &chunks, &ops))?)
+}
+
+/// The process-mode body: run by every PE under gpushmem-run.
+pub fn ring_and_alltoall_process() -> gpushmem::Result<Vec<String>> {
+    let shmem = Shmem::init()?;
+    let ops: Vec<u32> = OPS.iter().map(|o| o.0).collect();
+    let mut f = ring_on_pe(&shmem, &ring_cases(), &ops)?;
+    f.extend(alltoall_on_pe(&shmem, &[1, 7, 4096 + 3, (256 << 10) + 1, 4 << 20], &ops)?);
+    shmem.finalize()?;
+    Ok(f)
+}
