@@ -247,26 +247,58 @@ impl Shmem {
 
     /// Copies `data` into this PE's copy of `s` (blocking; `data.len()` must equal `s.len()`).
     pub fn write<T: bytemuck::Pod>(&self, s: &SymSlice<T>, data: &[T]) -> Result<()> {
-        self.heap.check_slice(s)?;
         check_len("write", s.len(), data.len())?;
-        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        self.write_at(s, 0, data)
+    }
+
+    /// Copies `data` into elements `start..start + data.len()` of this PE's copy of `s` (blocking).
+    pub fn write_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, data: &[T]) -> Result<()> {
+        let addr = self.element_range(s, start, data.len())?;
         // SAFETY: the range was checked to be inside this PE's heap.
-        unsafe { cudarc::driver::result::memcpy_htod_sync(s.as_kernel_ptr(), data) }.cuda("cuMemcpyHtoD (heap write)")
+        unsafe { cudarc::driver::result::memcpy_htod_sync(addr, data) }.cuda("cuMemcpyHtoD (heap write)")
     }
 
     /// Copies this PE's copy of `s` to the host (blocking).
     pub fn read<T: bytemuck::Pod>(&self, s: &SymSlice<T>) -> Result<Vec<T>> {
-        self.heap.check_slice(s)?;
-        let mut out = vec![T::zeroed(); s.len()];
-        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
-        // SAFETY: as in `write`.
-        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut out, s.as_kernel_ptr()) }.cuda("cuMemcpyDtoH (heap read)")?;
+        self.read_at(s, 0, s.len())
+    }
+
+    /// Copies elements `start..start + len` of this PE's copy of `s` to the host (blocking).
+    pub fn read_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, len: usize) -> Result<Vec<T>> {
+        let addr = self.element_range(s, start, len)?;
+        let mut out = vec![T::zeroed(); len];
+        // SAFETY: as in `write_at`.
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut out, addr) }.cuda("cuMemcpyDtoH (heap read)")?;
         Ok(out)
     }
 
-    /// Loads a PTX module and installs this PE's device state into it.
+    /// Checks that `s` is of this heap and `start..start + len` within it; binds the context; returns the address.
+    fn element_range<T>(&self, s: &SymSlice<T>, start: usize, len: usize) -> Result<u64> {
+        self.heap.check_slice(s)?;
+        if start.checked_add(len).is_none_or(|end| end > s.len()) {
+            return Err(Error::Config {
+                name: "range".into(),
+                value: format!("{start}..{start}+{len}"),
+                why: format!("outside the symmetric slice of {} elements", s.len()),
+            });
+        }
+        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        Ok(s.as_kernel_ptr() + (start * std::mem::size_of::<T>()) as u64)
+    }
+
+    /// Collective: loads a PTX module and installs this PE's device state
+    /// into it; returns once every PE has loaded it.
+    ///
+    /// Collective because loading a module waits for kernels running in the
+    /// same context: with PEs as threads on one GPU, a PE still loading while
+    /// another's kernel already waits for it in a barrier would deadlock.
     pub fn load_module(&self, name: &str, ptx: &str) -> Result<Module> {
-        Module::load(&self.ctx, &self.stream, name, ptx, &self.device_state())
+        let m = Module::load(&self.ctx, &self.stream, name, ptx, &self.device_state());
+        // Arrive even on failure, so the others are not left waiting for this PE.
+        let arrived = self.bootstrap.barrier();
+        let m = m?;
+        arrived?;
+        Ok(m)
     }
 
     /// Launches `k` on this PE's stream (asynchronous; see [`Shmem::synchronize`]).

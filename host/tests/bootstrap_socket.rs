@@ -5,7 +5,7 @@ use gpushmem::bootstrap::env::LaunchEnv;
 use gpushmem::bootstrap::socket::SocketBootstrap;
 use gpushmem::bootstrap::Bootstrap;
 use gpushmem::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,14 +17,14 @@ fn socket_path(test: &str) -> PathBuf {
     std::env::temp_dir().join(format!("gpushmem-test-{}-{test}-{n}.sock", std::process::id()))
 }
 
-fn env(rank: usize, size: usize, path: &PathBuf) -> LaunchEnv {
+fn env(rank: usize, size: usize, path: &Path) -> LaunchEnv {
     LaunchEnv {
         rank,
         size,
         local_rank: rank,
         local_size: size,
         device: None,
-        rendezvous: path.clone(),
+        rendezvous: path.to_path_buf(),
         source: "test",
     }
 }
@@ -33,7 +33,7 @@ fn env(rank: usize, size: usize, path: &PathBuf) -> LaunchEnv {
 fn spawn_pes<T: Send + 'static>(
     ranks: impl IntoIterator<Item = usize>,
     size: usize,
-    path: &PathBuf,
+    path: &Path,
     timeout: Duration,
     f: impl Fn(gpushmem::Result<SocketBootstrap>) -> T + Send + Sync + Clone + 'static,
 ) -> Vec<JoinHandle<T>> {
@@ -271,7 +271,9 @@ fn size_mismatch_and_duplicate_rank_fail_clearly() {
     };
     for r in [root.join().unwrap(), wrong.join().unwrap()] {
         match r {
-            Err(Error::Mismatch { detail, .. }) => assert!(detail.contains("4 PEs") && detail.contains("3 PEs"), "{detail}"),
+            Err(Error::Mismatch { detail, .. }) => {
+                assert!(detail.contains("4 PEs") && detail.contains("3 PEs"), "{detail}")
+            }
             other => panic!("expected a mismatch, got {other:?}"),
         }
     }
@@ -288,4 +290,16 @@ fn size_mismatch_and_duplicate_rank_fail_clearly() {
     assert!(matches!(&results[0], Err(Error::Mismatch { detail, .. }) if detail.contains("PE 1")), "{:?}", results[0]);
     // Both claimants fail (one told of the mismatch), none hangs.
     assert!(results[1..].iter().all(|r| matches!(r, Err(Error::Mismatch { .. }))), "{results:?}");
+}
+
+#[test]
+fn rendezvous_path_that_is_not_a_socket_is_left_alone() {
+    let path = socket_path("not-a-socket");
+    std::fs::write(&path, b"precious").unwrap();
+    match SocketBootstrap::connect(&env(0, 2, &path), Duration::from_millis(200)) {
+        Err(Error::Config { why, .. }) => assert!(why.contains("not a socket"), "{why}"),
+        other => panic!("expected a Config error, got {:?}", other.map(|_| ())),
+    }
+    assert_eq!(std::fs::read(&path).unwrap(), b"precious");
+    std::fs::remove_file(&path).unwrap();
 }

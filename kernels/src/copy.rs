@@ -41,16 +41,49 @@ unsafe fn copy_units<const U: usize>(dst: *mut u8, src: *const u8, n: usize, g: 
     }
     let d = dst.add(head);
     let s = src.add(head);
+    // Four independent loads in flight per thread before their stores: a
+    // copy is latency-bound per thread, so this is what fills the memory pipe.
+    let step = g.size;
     let mut u = g.rank;
-    while u < units {
-        let o = u * U;
-        match U {
-            16 => ptx::st_global_v4(d.add(o), ptx::ld_global_v4(s.add(o))),
-            8 => (d.add(o) as *mut u64).write(*(s.add(o) as *const u64)),
-            4 => (d.add(o) as *mut u32).write(*(s.add(o) as *const u32)),
-            _ => (d.add(o) as *mut u16).write(*(s.add(o) as *const u16)),
+    while u + 3 * step < units {
+        let v = [
+            load_unit::<U>(s.add(u * U)),
+            load_unit::<U>(s.add((u + step) * U)),
+            load_unit::<U>(s.add((u + 2 * step) * U)),
+            load_unit::<U>(s.add((u + 3 * step) * U)),
+        ];
+        for (k, v) in v.into_iter().enumerate() {
+            store_unit::<U>(d.add((u + k * step) * U), v);
         }
-        u += g.size;
+        u += 4 * step;
+    }
+    while u < units {
+        store_unit::<U>(d.add(u * U), load_unit::<U>(s.add(u * U)));
+        u += step;
+    }
+}
+
+/// One `U`-byte unit as four u32 words (only the first `U / 4` used, or the low bytes for U < 4).
+#[inline(always)]
+unsafe fn load_unit<const U: usize>(p: *const u8) -> [u32; 4] {
+    match U {
+        16 => ptx::ld_global_v4(p),
+        8 => {
+            let v = *(p as *const u64);
+            [v as u32, (v >> 32) as u32, 0, 0]
+        }
+        4 => [*(p as *const u32), 0, 0, 0],
+        _ => [*(p as *const u16) as u32, 0, 0, 0],
+    }
+}
+
+#[inline(always)]
+unsafe fn store_unit<const U: usize>(p: *mut u8, v: [u32; 4]) {
+    match U {
+        16 => ptx::st_global_v4(p, v),
+        8 => *(p as *mut u64) = v[0] as u64 | (v[1] as u64) << 32,
+        4 => *(p as *mut u32) = v[0],
+        _ => *(p as *mut u16) = v[0] as u16,
     }
 }
 

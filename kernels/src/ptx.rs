@@ -29,12 +29,15 @@ pub fn lane_id() -> u32 {
     l
 }
 
-/// `bar.sync 0` — all threads of the block (PTX ISA 9.7.12.1); also orders
-/// memory among them at CTA scope.
+/// `barrier.sync 0` — all threads of the block (PTX ISA 9.7.12.1); also
+/// orders memory among them at CTA scope. The non-`.aligned` form (`bar.sync`
+/// is `barrier.sync.aligned`): threads may reach it from divergent code, as
+/// after `if tid == 0 { barrier_all() }`; with `.aligned` that is undefined
+/// and was seen to release the block early and then hang.
 #[inline(always)]
 pub fn sync_block() {
     // SAFETY: a block-wide barrier; callers are documented to call it from every thread.
-    unsafe { asm!("bar.sync 0;") };
+    unsafe { asm!("barrier.sync 0;") };
 }
 
 /// `bar.warp.sync 0xffffffff` — all threads of the warp (PTX ISA 9.7.12.3).

@@ -147,6 +147,8 @@ pub fn launch_processes(n: usize, scenario: &str, env: &[(&str, &str)], timeout:
     let mut cmd = Command::new(launcher()?);
     cmd.args(["-n", &n.to_string(), "--grace", "5", "--"]).arg(std::env::current_exe().map_err(|e| e.to_string())?);
     cmd.env("GPUSHMEM_TEST_CHILD", scenario);
+    // Every process must draw the same random data.
+    cmd.env("GPUSHMEM_TEST_SEED", seed().to_string());
     run_with_timeout(cmd, env, timeout)
 }
 
@@ -162,7 +164,7 @@ pub fn killed_pe_is_reported() -> TestResult {
 
 /// Ring and all-to-all, every variant, with PEs as processes through gpushmem-run.
 pub fn processes_ring_alltoall(n: usize) -> TestResult {
-    let (ok, text, took) = launch_processes(n, "ring_processes", &[("GPUSHMEM_SYMMETRIC_SIZE", "160m")], Duration::from_secs(400))?;
+    let (ok, text, took) = launch_processes(n, "ring_processes", &[("GPUSHMEM_SYMMETRIC_SIZE", "160m")], Duration::from_secs(150))?;
     if !ok {
         return Err(format!("{n} processes failed:\n{text}").into());
     }

@@ -6,10 +6,10 @@ use crate::common::*;
 fn barrier_errors(n: usize, rounds: u32, form: u32) -> Result<u64, libtest_mimic::Failed> {
     let errs = threads(n, 8 << 20, |shmem| {
         let buf = shmem.calloc::<u64>(2 * n)?;
-        let module = kernels(shmem)?;
-        let k = module.kernel("barrier_rounds")?;
         let stream = shmem.stream();
         let errors = stream.alloc_zeros::<u32>(1).cu("alloc")?;
+        let module = kernels(shmem)?; // collective: nobody launches before everyone is ready
+        let k = module.kernel("barrier_rounds")?;
         unsafe { shmem.launch_collective(&k, one_block(128), (buf.as_kernel_ptr(), rounds, dptr(&errors, stream), form))? };
         shmem.synchronize()?;
         let e = stream.clone_dtoh(&errors).cu("dtoh")?[0] as u64;
@@ -44,10 +44,10 @@ fn fence_errors(iters: u32, use_fence: u32) -> Result<u64, libtest_mimic::Failed
     let r = threads(2, 8 << 20, |shmem| {
         let data = shmem.calloc::<u64>(16)?;
         let flag = shmem.calloc::<u64>(1)?;
-        let module = kernels(shmem)?;
-        let k = module.kernel("fence_mp")?;
         let stream = shmem.stream();
         let errors = stream.alloc_zeros::<u32>(1).cu("alloc")?;
+        let module = kernels(shmem)?;
+        let k = module.kernel("fence_mp")?;
         let args = (data.as_kernel_ptr(), flag.as_kernel_ptr(), 16u32, iters, dptr(&errors, stream), use_fence);
         unsafe { shmem.launch_collective(&k, one_block(32), args)? };
         shmem.synchronize()?;

@@ -319,7 +319,6 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
     // When the remaining PEs were sent SIGTERM (or a forwarded signal).
     let mut ending: Option<Instant> = None;
     let mut killed = false;
-    let mut received: Option<i32> = None;
     let running = |pes: &[Pe]| pes.iter().filter(|p| p.status.is_none()).count();
     loop {
         let mask = PENDING.swap(0, Ordering::SeqCst);
@@ -328,7 +327,6 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
             for p in pes.iter().filter(|p| p.status.is_none()) {
                 signal_group(p.pid, sig);
             }
-            received.get_or_insert(sig);
             ending.get_or_insert_with(Instant::now);
         }
         for p in pes.iter_mut().filter(|p| p.status.is_none()) {
@@ -388,7 +386,7 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    failure.or(received.map(|s| 128 + s)).unwrap_or(0)
+    failure.unwrap_or(0)
 }
 
 fn fmt_secs(d: Duration) -> String {

@@ -5,10 +5,10 @@
 //!
 //! | launcher (`source`) | rank | size | local rank | local size |
 //! |---|---|---|---|---|
-//! | `gpushmem-run` | `GPUSHMEM_RANK` | `GPUSHMEM_SIZE` | `GPUSHMEM_LOCAL_RANK` | `GPUSHMEM_LOCAL_SIZE` |
-//! | Open MPI | `OMPI_COMM_WORLD_RANK` | `OMPI_COMM_WORLD_SIZE` | `OMPI_COMM_WORLD_LOCAL_RANK` | `OMPI_COMM_WORLD_LOCAL_SIZE` |
-//! | PMI (MPICH, Intel MPI) | `PMI_RANK` | `PMI_SIZE` | `MPI_LOCALRANKID` | `MPI_LOCALNRANKS` |
-//! | Slurm (`srun`) | `SLURM_PROCID` | `SLURM_NTASKS` | `SLURM_LOCALID` | `SLURM_NTASKS_PER_NODE` if a plain number |
+//! | gpushmem-run | GPUSHMEM_RANK | GPUSHMEM_SIZE | GPUSHMEM_LOCAL_RANK | GPUSHMEM_LOCAL_SIZE |
+//! | Open MPI | OMPI_COMM_WORLD_RANK | OMPI_COMM_WORLD_SIZE | OMPI_COMM_WORLD_LOCAL_RANK | OMPI_COMM_WORLD_LOCAL_SIZE |
+//! | PMI (MPICH, Intel MPI) | PMI_RANK | PMI_SIZE | MPI_LOCALRANKID | MPI_LOCALNRANKS |
+//! | Slurm (srun) | SLURM_PROCID | SLURM_NTASKS | SLURM_LOCALID | SLURM_NTASKS_PER_NODE if a plain number |
 //!
 //! A missing local rank or size defaults to the global one (a one-node job).
 //! `GPUSHMEM_DEVICE`, if set, is the PE's GPU ordinal for every launcher.
@@ -301,7 +301,8 @@ mod tests {
 
     #[test]
     fn long_keys_are_hashed_and_odd_characters_replaced() {
-        let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", "prterun-host/1@2")]).unwrap().unwrap();
+        let e =
+            lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", "prterun-host/1@2")]).unwrap().unwrap();
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
         assert!(name.ends_with("-pmix-prterun-host_1_2.sock"), "{name}");
         let long = "n".repeat(300);
@@ -316,7 +317,10 @@ mod tests {
         assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "x"), ("GPUSHMEM_SIZE", "2")])), "GPUSHMEM_RANK");
         assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "0")])), "GPUSHMEM_SIZE");
         assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "0")])), "GPUSHMEM_SIZE");
-        assert_eq!(config_var(lookup(&[("OMPI_COMM_WORLD_RANK", "4"), ("OMPI_COMM_WORLD_SIZE", "4")])), "OMPI_COMM_WORLD_RANK");
+        assert_eq!(
+            config_var(lookup(&[("OMPI_COMM_WORLD_RANK", "4"), ("OMPI_COMM_WORLD_SIZE", "4")])),
+            "OMPI_COMM_WORLD_RANK"
+        );
         assert_eq!(config_var(lookup(&[("PMI_RANK", "-1"), ("PMI_SIZE", "4")])), "PMI_RANK");
         assert_eq!(config_var(lookup(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "two")])), "SLURM_NTASKS");
         assert_eq!(

@@ -21,6 +21,7 @@ use super::Bootstrap;
 use crate::{Error, Result};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -231,7 +232,10 @@ impl SocketBootstrap {
             Stop::Garbled(detail) => {
                 let why = format!("PE {}: protocol error from PE {pe} during {what}: {detail}", self.rank);
                 self.tell(st, Kind::Abort, self.rank, 0, why.as_bytes(), None);
-                self.io_failed(format!("{what} round {round} with PE {pe}"), io::Error::new(io::ErrorKind::InvalidData, detail))
+                self.io_failed(
+                    format!("{what} round {round} with PE {pe}"),
+                    io::Error::new(io::ErrorKind::InvalidData, detail),
+                )
             }
         }
     }
@@ -263,20 +267,23 @@ impl SocketBootstrap {
         let deadline = Instant::now() + self.timeout;
         let mut slots: Vec<Option<Vec<u8>>> = vec![None; self.size];
         slots[0] = Some(mine.to_vec());
-        let missing = |slots: &[Option<Vec<u8>>]| slots.iter().enumerate().filter(|s| s.1.is_none()).map(|s| s.0).collect();
+        let missing =
+            |slots: &[Option<Vec<u8>>]| slots.iter().enumerate().filter(|s| s.1.is_none()).map(|s| s.0).collect();
         let mut waiting = self.size - 1;
         while waiting > 0 {
             // Every connection is watched, not only the missing PEs': one that
             // already contributed may still close or abort.
-            let mut fds: Vec<libc::pollfd> = st.links.iter().map(|l| pollfd(l.stream.as_raw_fd(), libc::POLLIN)).collect();
+            let mut fds: Vec<libc::pollfd> =
+                st.links.iter().map(|l| pollfd(l.stream.as_raw_fd(), libc::POLLIN)).collect();
             fds.push(pollfd(self.wake_rx.as_raw_fd(), libc::POLLIN));
             match poll(&mut fds, deadline) {
                 Ok(true) => {}
                 Ok(false) => return Err(self.stopped(st, Stop::TimedOut, 0, what, round, missing(&slots))),
                 Err(e) => return Err(self.stopped(st, Stop::Io(e), 0, what, round, Vec::new())),
             }
-            for i in 0..st.links.len() {
-                if fds[i].revents == 0 {
+            let n = st.links.len();
+            for (i, ready) in fds[..n].iter().enumerate() {
+                if ready.revents == 0 {
                     continue;
                 }
                 let pe = st.links[i].pe;
@@ -312,7 +319,8 @@ impl SocketBootstrap {
         let payload = encode_all(&all);
         for i in 0..st.links.len() {
             let pe = st.links[i].pe;
-            let sent = write_frame(&st.links[i].stream, Kind::Result, 0, round, &payload, Some(&self.wake_rx), deadline);
+            let sent =
+                write_frame(&st.links[i].stream, Kind::Result, 0, round, &payload, Some(&self.wake_rx), deadline);
             if let Err(stop) = sent {
                 return Err(self.stopped(st, stop, pe, what, round, vec![pe]));
             }
@@ -358,7 +366,8 @@ impl SocketBootstrap {
                 Error::Mismatch { me: self.rank, call: "bootstrap connect", detail: text() }
             }
             _ => {
-                let detail = format!("unexpected {:?} for round {} while in round {round} (PEs out of step)", f.kind, f.round);
+                let detail =
+                    format!("unexpected {:?} for round {} while in round {round} (PEs out of step)", f.kind, f.round);
                 self.stopped(st, Stop::Garbled(detail), 0, what, round, Vec::new())
             }
         }
@@ -427,8 +436,10 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     while joined < size {
         // Watch the connected PEs too: one that dies now fails the job at once.
         let connected: Vec<usize> = (1..size).filter(|&pe| links[pe].is_some()).collect();
-        let mut fds: Vec<libc::pollfd> =
-            connected.iter().map(|&pe| pollfd(links[pe].as_ref().map_or(-1, |s| s.as_raw_fd()), libc::POLLIN)).collect();
+        let mut fds: Vec<libc::pollfd> = connected
+            .iter()
+            .map(|&pe| pollfd(links[pe].as_ref().map_or(-1, |s| s.as_raw_fd()), libc::POLLIN))
+            .collect();
         fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
         match poll(&mut fds, deadline) {
             Ok(true) => {}
@@ -443,7 +454,9 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         if let Some(i) = fds[..connected.len()].iter().position(|p| p.revents != 0) {
             // Nothing is expected from a connected PE before Ready.
             let pe = connected[i];
-            let why = format!("PE {pe} closed its bootstrap connection before every PE had connected (the process exited or crashed?)");
+            let why = format!(
+                "PE {pe} closed its bootstrap connection before every PE had connected (the process exited or crashed?)"
+            );
             links[pe] = None;
             let err = Error::PeerFailed { me: 0, peer: pe, why: why.clone() };
             return Err(fail_all(&links, Kind::Abort, pe, why.as_bytes(), err));
@@ -452,8 +465,12 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             let stream = match listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::ConnectionAborted => continue,
-                Err(e) => return Err(fail_all(&links, Kind::Abort, 0, b"PE 0 failed to accept", io_err("accept".into(), e))),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::ConnectionAborted => {
+                    continue
+                }
+                Err(e) => {
+                    return Err(fail_all(&links, Kind::Abort, 0, b"PE 0 failed to accept", io_err("accept".into(), e)))
+                }
             };
             let hello = match read_frame(&stream, None, deadline, MAX_HELLO) {
                 Ok(f) if f.kind == Kind::Hello && f.payload.len() == 16 && f.payload[..8] == MAGIC.to_le_bytes() => f,
@@ -520,6 +537,12 @@ fn claim(path: &Path) -> Result<()> {
                 .into(),
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        // Never delete what is not a socket: the path may be a mistake.
+        Err(_) if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) => Err(Error::Config {
+            name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
+            value: path.display().to_string(),
+            why: "exists and is not a socket".into(),
+        }),
         Err(_) => match std::fs::remove_file(path) {
             Ok(()) => {
                 log::debug!("PE 0: removed stale socket {}", path.display());
@@ -565,7 +588,9 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                 }
                 std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
             }
-            Err(source) => return Err(Error::BootstrapIo { me, what: format!("connect to {}", path.display()), source }),
+            Err(source) => {
+                return Err(Error::BootstrapIo { me, what: format!("connect to {}", path.display()), source })
+            }
         }
     };
     log::debug!("PE {me}: connected to PE 0 at {} after {:?}", path.display(), start.elapsed());
@@ -606,7 +631,9 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             Err(Error::BootstrapIo { me, what: what.into(), source: io::Error::new(io::ErrorKind::InvalidData, d) })
         }
         // No wake-up pipe is watched while connecting.
-        Err(Stop::Woken) => Err(Error::BootstrapIo { me, what: what.into(), source: io::ErrorKind::Interrupted.into() }),
+        Err(Stop::Woken) => {
+            Err(Error::BootstrapIo { me, what: what.into(), source: io::ErrorKind::Interrupted.into() })
+        }
     }
 }
 
@@ -653,7 +680,8 @@ fn encode_timeout(what: &str, missing: &[usize]) -> Vec<u8> {
 }
 
 fn decode_timeout(b: &[u8]) -> (String, Vec<usize>) {
-    let word = |i: usize| b.get(i * 8..i * 8 + 8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()) as usize);
+    let word =
+        |i: usize| b.get(i * 8..i * 8 + 8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()) as usize);
     let n = word(0).unwrap_or(0).min(b.len() / 8);
     let missing: Vec<usize> = (1..=n).filter_map(word).collect();
     let what = b.get((n + 1) * 8..).map(|w| String::from_utf8_lossy(w).into_owned()).unwrap_or_default();
@@ -704,7 +732,12 @@ fn is_closed(e: &io::Error) -> bool {
 }
 
 /// Receives exactly `buf.len()` bytes: data already there is taken even after a wake-up.
-fn recv_exact(s: &UnixStream, buf: &mut [u8], wake: Option<&OwnedFd>, deadline: Instant) -> std::result::Result<(), Stop> {
+fn recv_exact(
+    s: &UnixStream,
+    buf: &mut [u8],
+    wake: Option<&OwnedFd>,
+    deadline: Instant,
+) -> std::result::Result<(), Stop> {
     let mut got = 0;
     while got < buf.len() {
         let rest = &mut buf[got..];
@@ -768,7 +801,12 @@ fn write_frame(
     send_all(s, &buf, wake, deadline)
 }
 
-fn read_frame(s: &UnixStream, wake: Option<&OwnedFd>, deadline: Instant, max_len: u64) -> std::result::Result<Frame, Stop> {
+fn read_frame(
+    s: &UnixStream,
+    wake: Option<&OwnedFd>,
+    deadline: Instant,
+    max_len: u64,
+) -> std::result::Result<Frame, Stop> {
     let mut h = [0u8; HEADER];
     recv_exact(s, &mut h, wake, deadline)?;
     let kind = Kind::from_u8(h[0]).ok_or_else(|| Stop::Garbled(format!("unknown message kind {}", h[0])))?;
