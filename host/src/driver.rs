@@ -38,12 +38,37 @@ pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
     result::free_sync(ptr).cuda("cuMemFree")
 }
 
-/// `cuMemsetD8`: zeroes `bytes` at `ptr`.
+/// `cuMemsetD8Async` on `stream`, then waits for the stream: zeroes `bytes` at `ptr`.
+///
+/// Every host↔heap transfer goes through the PE's own (non-blocking) stream
+/// and waits for it: the synchronous `cuMemcpyHtoD`/`cuMemsetD8` may return
+/// before the data lands (pageable source: once staged), and a peer writing
+/// into the same range after the next bootstrap barrier would then be
+/// overwritten by the late DMA — seen on the H200 as puts that "vanished".
 ///
 /// # Safety
 /// `[ptr, ptr + bytes)` is device memory of the current context.
-pub(crate) unsafe fn mem_zero(ptr: u64, bytes: u64) -> Result<()> {
-    result::memset_d8_sync(ptr, 0, bytes as usize).cuda("cuMemsetD8")
+pub(crate) unsafe fn zero(stream: sys::CUstream, ptr: u64, bytes: u64) -> Result<()> {
+    result::memset_d8_async(ptr, 0, bytes as usize, stream).cuda("cuMemsetD8Async")?;
+    result::stream::synchronize(stream).cuda("cuStreamSynchronize (after memset)")
+}
+
+/// `cuMemcpyHtoDAsync` on `stream`, then waits for the stream (see [`zero`] for why).
+///
+/// # Safety
+/// `[dst, dst + size_of_val(src))` is device memory of the current context.
+pub(crate) unsafe fn copy_htod<T>(stream: sys::CUstream, dst: u64, src: &[T]) -> Result<()> {
+    result::memcpy_htod_async(dst, src, stream).cuda("cuMemcpyHtoDAsync")?;
+    result::stream::synchronize(stream).cuda("cuStreamSynchronize (after a host-to-device copy)")
+}
+
+/// `cuMemcpyDtoHAsync` on `stream`, then waits for the stream.
+///
+/// # Safety
+/// `[src, src + size_of_val(dst))` is device memory of the current context.
+pub(crate) unsafe fn copy_dtoh<T>(stream: sys::CUstream, dst: &mut [T], src: u64) -> Result<()> {
+    result::memcpy_dtoh_async(dst, src, stream).cuda("cuMemcpyDtoHAsync")?;
+    result::stream::synchronize(stream).cuda("cuStreamSynchronize (after a device-to-host copy)")
 }
 
 /// An IPC handle's 64 bytes, as they travel through the bootstrap.

@@ -3,6 +3,7 @@
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
 use gpushmem_kernels::abi::{State, STATE_SYMBOL};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A loaded PTX module whose `GPUSHMEM_STATE` holds this PE's device state.
@@ -10,6 +11,8 @@ use std::sync::Arc;
 pub struct Module {
     pub(crate) inner: Arc<CudaModule>,
     name: String,
+    /// Every `.entry` of the PTX, loaded at module load.
+    kernels: HashMap<String, CudaFunction>,
 }
 
 /// A kernel (`extern "ptx-kernel" fn`) of a [`Module`], ready to launch.
@@ -59,11 +62,28 @@ impl Module {
             .memcpy_htod(bytemuck::bytes_of(state), &mut global)
             .and_then(|_| stream.synchronize())
             .map_err(|e| err(format!("writing the device state: {e}")))?;
-        Ok(Module { inner, name: name.to_string() })
+        // Load every kernel now. With CUDA's lazy loading (the default since
+        // 12.2) a kernel is loaded at its first use, and loading waits for the
+        // kernels running in the context: a PE that loads a kernel while
+        // another PE's kernel (same GPU, threads mode) already waits for it
+        // in a barrier deadlocks. Seen on the H200.
+        let mut kernels = HashMap::new();
+        for entry in entry_names(ptx) {
+            let f = inner.load_function(entry).map_err(|e| err(format!("cuModuleGetFunction({entry}): {e}")))?;
+            // SAFETY: a valid function handle of a loaded module.
+            unsafe { cudarc::driver::sys::cuFuncLoad(f.cu_function()) }
+                .result()
+                .map_err(|e| err(format!("cuFuncLoad({entry}): {e}")))?;
+            kernels.insert(entry.to_string(), f);
+        }
+        Ok(Module { inner, name: name.to_string(), kernels })
     }
 
     /// The kernel `name` of this module.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        if let Some(f) = self.kernels.get(name) {
+            return Ok(Kernel { func: f.clone(), name: name.to_string() });
+        }
         let func = self.inner.load_function(name).map_err(|e| Error::Module {
             name: self.name.clone(),
             why: format!("no kernel `{name}` ({e}); is it `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn {name}`?"),
@@ -74,5 +94,22 @@ impl Module {
     /// The name it was loaded under.
     pub fn name(&self) -> &str {
         &self.name
+    }
+}
+
+/// Names of the kernels (`.entry NAME(`) a PTX text defines.
+fn entry_names(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx.lines().filter_map(|l| {
+        let rest = l.trim_start().strip_prefix(".visible .entry ").or_else(|| l.trim_start().strip_prefix(".entry "))?;
+        rest.split('(').next().map(str::trim).filter(|n| !n.is_empty())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn entry_names() {
+        let ptx = ".version 8.0\n.visible .entry a(\n.param .u64 x)\n{ ret; }\n.entry b_2()\n.func c(\n";
+        assert_eq!(super::entry_names(ptx).collect::<Vec<_>>(), ["a", "b_2"]);
     }
 }

@@ -74,7 +74,13 @@ pub(crate) struct PeerMap {
 
 impl PeerMap {
     /// Exchanges heap descriptions and maps every peer (collective).
-    pub fn build(boot: &dyn Bootstrap, ctx: &Arc<CudaContext>, device: usize, heap: &Heap) -> Result<PeerMap> {
+    pub fn build(
+        boot: &dyn Bootstrap,
+        ctx: &Arc<CudaContext>,
+        stream: &cudarc::driver::CudaStream,
+        device: usize,
+        heap: &Heap,
+    ) -> Result<PeerMap> {
         let me = boot.rank();
         let mine = PeerInfo {
             pid: std::process::id(),
@@ -134,8 +140,7 @@ impl PeerMap {
         let table = driver::mem_alloc((8 * infos.len()) as u64)?;
         map.table = table;
         // SAFETY: `table` holds n_pes u64s.
-        unsafe { cudarc::driver::result::memcpy_htod_sync(table, &map.bases) }
-            .map_err(|source| Error::Cuda { call: "copying the peer table to the device".into(), source })?;
+        unsafe { driver::copy_htod(stream.cu_stream(), table, &map.bases) }?;
         map.infos = infos;
         Ok(map)
     }

@@ -104,8 +104,8 @@ impl Shmem {
         }
         let ctx = CudaContext::new(device).cuda(format!("creating the context on device {device}"))?;
         let stream = ctx.new_stream().cuda("cuStreamCreate")?;
-        let heap = Heap::new(config.heap_size)?;
-        let peers = match PeerMap::build(boot, &ctx, device, &heap) {
+        let heap = Heap::new(config.heap_size, stream.cu_stream())?;
+        let peers = match PeerMap::build(boot, &ctx, &stream, device, &heap) {
             Ok(p) => p,
             Err(e) => {
                 // SAFETY: no peer has mapped it (the exchange failed).
@@ -223,7 +223,7 @@ impl Shmem {
         let s = self.alloc_raw("calloc", 3, len, std::mem::align_of::<T>() as u64)?;
         self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
         // SAFETY: a fresh allocation in this PE's heap.
-        unsafe { driver::mem_zero(s.as_kernel_ptr(), s.byte_len()) }?;
+        unsafe { driver::zero(self.stream.cu_stream(), s.as_kernel_ptr(), s.byte_len()) }?;
         self.bootstrap.barrier()?;
         Ok(s)
     }
@@ -255,7 +255,7 @@ impl Shmem {
     pub fn write_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, data: &[T]) -> Result<()> {
         let addr = self.element_range(s, start, data.len())?;
         // SAFETY: the range was checked to be inside this PE's heap.
-        unsafe { cudarc::driver::result::memcpy_htod_sync(addr, data) }.cuda("cuMemcpyHtoD (heap write)")
+        unsafe { driver::copy_htod(self.stream.cu_stream(), addr, data) }
     }
 
     /// Copies this PE's copy of `s` to the host (blocking).
@@ -268,7 +268,7 @@ impl Shmem {
         let addr = self.element_range(s, start, len)?;
         let mut out = vec![T::zeroed(); len];
         // SAFETY: as in `write_at`.
-        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut out, addr) }.cuda("cuMemcpyDtoH (heap read)")?;
+        unsafe { driver::copy_dtoh(self.stream.cu_stream(), &mut out, addr) }?;
         Ok(out)
     }
 

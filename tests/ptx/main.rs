@@ -7,7 +7,6 @@
 //! except under CI (`CI` set), where a missing ptxas fails.
 
 use libtest_mimic::{Arguments, Failed, Trial};
-use std::path::Path;
 
 const PTX_PATH: &str = env!("GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS");
 const PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS"));
@@ -110,7 +109,15 @@ fn main() {
     let ptxas = gpushmem_build::find_ptxas();
     let in_ci = std::env::var_os("CI").is_some();
     let assemble = Trial::test("ptxas_assembles_every_kernel_for_sm_90", move || match &ptxas {
-        Some(p) => gpushmem_build::assemble(p, Path::new(PTX_PATH), "sm_90").map(|_| ()).map_err(|e| e.to_string().into()),
+        Some(p) => {
+            // The embedded text, so the test also runs where the build tree is not (a staged binary).
+            let file = std::env::temp_dir().join(format!("gpushmem-ptx-test-{}.ptx", std::process::id()));
+            std::fs::write(&file, PTX).map_err(|e| format!("writing {}: {e}", file.display()))?;
+            let r = gpushmem_build::assemble(p, &file, "sm_90").map(|_| ()).map_err(|e| e.to_string().into());
+            let _ = std::fs::remove_file(file.with_extension("sm_90.cubin"));
+            let _ = std::fs::remove_file(&file);
+            r
+        }
         None => Err("ptxas not found (set GPUSHMEM_PTXAS or put it on PATH; .ci/run installs it)".into()),
     });
     if gpushmem_build::find_ptxas().is_none() && !in_ci {

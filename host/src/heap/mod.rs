@@ -71,8 +71,8 @@ pub(crate) struct Heap {
 }
 
 impl Heap {
-    /// Allocates and zeroes `size` bytes of device memory in the current context.
-    pub fn new(size: u64) -> Result<Heap> {
+    /// Allocates and zeroes (on `stream`) `size` bytes of device memory in the current context.
+    pub fn new(size: u64, stream: cudarc::driver::sys::CUstream) -> Result<Heap> {
         if size <= RESERVED_HEAP_BYTES {
             return Err(Error::Config {
                 name: "GPUSHMEM_SYMMETRIC_SIZE".into(),
@@ -91,7 +91,7 @@ impl Heap {
             other => other,
         })?;
         // SAFETY: just allocated, `size` bytes.
-        if let Err(e) = unsafe { driver::mem_zero(base, size) } {
+        if let Err(e) = unsafe { driver::zero(stream, base, size) } {
             // SAFETY: not shared with anyone yet.
             let _ = unsafe { driver::mem_free(base) };
             return Err(e);
