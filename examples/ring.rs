@@ -25,7 +25,13 @@ fn ring(shmem: &Shmem, bytes: usize) -> gpushmem::Result<(bool, f64)> {
     let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     shmem.barrier_all()?;
     let t = Instant::now();
-    unsafe { shmem.launch_collective(&k, cfg, (dst.as_kernel_ptr(), src.as_kernel_ptr(), bytes as u64, done.as_kernel_ptr()))? };
+    unsafe {
+        shmem.launch_collective(
+            &k,
+            cfg,
+            (dst.as_kernel_ptr(), src.as_kernel_ptr(), bytes as u64, done.as_kernel_ptr()),
+        )?
+    };
     shmem.synchronize()?;
     let secs = t.elapsed().as_secs_f64();
     let from = (me + n - 1) % n;
@@ -63,7 +69,12 @@ fn main() -> std::process::ExitCode {
         Ok(rows) => {
             let all_ok = rows.iter().all(|r| r.0);
             for (pe, (ok, secs)) in rows.iter().enumerate() {
-                println!("PE {pe}: {} in {:.3} ms ({:.1} GB/s put)", if *ok { "received the right data" } else { "WRONG DATA" }, secs * 1e3, bytes as f64 / secs / 1e9);
+                println!(
+                    "PE {pe}: {} in {:.3} ms ({:.1} GB/s put)",
+                    if *ok { "received the right data" } else { "WRONG DATA" },
+                    secs * 1e3,
+                    bytes as f64 / secs / 1e9
+                );
             }
             if all_ok {
                 std::process::ExitCode::SUCCESS

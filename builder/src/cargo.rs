@@ -24,7 +24,15 @@ fn is_outer_build_var(key: &str) -> bool {
         || key.starts_with("DEP_")
         || matches!(
             key,
-            "RUSTFLAGS" | "RUSTDOCFLAGS" | "TARGET" | "HOST" | "OUT_DIR" | "PROFILE" | "OPT_LEVEL" | "DEBUG" | "NUM_JOBS"
+            "RUSTFLAGS"
+                | "RUSTDOCFLAGS"
+                | "TARGET"
+                | "HOST"
+                | "OUT_DIR"
+                | "PROFILE"
+                | "OPT_LEVEL"
+                | "DEBUG"
+                | "NUM_JOBS"
         )
 }
 

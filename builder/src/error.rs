@@ -27,7 +27,9 @@ pub enum BuildError {
         source: std::io::Error,
     },
     /// The nested cargo build failed.
-    #[error("cargo build of the kernel crate {manifest} for nvptx64 failed (exit {status}); its diagnostics are above")]
+    #[error(
+        "cargo build of the kernel crate {manifest} for nvptx64 failed (exit {status}); its diagnostics are above"
+    )]
     CargoFailed {
         /// The kernel crate.
         manifest: PathBuf,

@@ -1,13 +1,12 @@
 //! `gpushmem-build`: compile a `#![no_std]` kernel crate to PTX from a `build.rs`.
 //!
+//! In the `build.rs` of the host crate that launches the kernels:
+//!
 //! ```no_run
-//! // build.rs of the host crate that launches the kernels
-//! fn main() {
-//!     gpushmem_build::Builder::new("kernels").build_or_exit();
-//! }
-//! // host code:
-//! // const PTX: &str = include_str!(env!("GPUSHMEM_PTX_MY_KERNELS"));
+//! gpushmem_build::Builder::new("kernels").build_or_exit();
 //! ```
+//!
+//! and in the host code: `const PTX: &str = include_str!(env!("GPUSHMEM_PTX_MY_KERNELS"));`
 //!
 //! The kernel crate is built with rustc's own `nvptx64-nvidia-cuda` target on
 //! the stable toolchain (`RUSTC_BOOTSTRAP=1`, `-Zbuild-std=core`), with
@@ -17,6 +16,8 @@
 //! deadlock on cargo's lock), with the outer build's cargo/rustc variables
 //! cleared. When `ptxas` is found (`GPUSHMEM_PTXAS`, else `PATH`) the PTX is
 //! assembled for the target and an assembler error fails the build.
+
+#![warn(missing_docs)]
 
 mod cargo;
 mod error;
@@ -149,9 +150,10 @@ impl Builder {
         } else {
             None
         };
-        let env_name = self.env_name.clone().unwrap_or_else(|| {
-            format!("GPUSHMEM_PTX_{}", out.crate_name.to_uppercase().replace('-', "_"))
-        });
+        let env_name = self
+            .env_name
+            .clone()
+            .unwrap_or_else(|| format!("GPUSHMEM_PTX_{}", out.crate_name.to_uppercase().replace('-', "_")));
         Ok(Built { ptx: out.ptx, cubin, sources: out.sources, env_name })
     }
 

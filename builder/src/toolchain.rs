@@ -22,10 +22,8 @@ fn query(rustc: &Path, args: &[&str]) -> Result<String, BuildError> {
 /// `llvm-bitcode-linker` is missing from `rustc`'s toolchain.
 pub fn check_components(rustc: &Path) -> Result<(), BuildError> {
     let sysroot = PathBuf::from(query(rustc, &["--print", "sysroot"])?);
-    let host = query(rustc, &["-vV"])?
-        .lines()
-        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-        .unwrap_or_default();
+    let host =
+        query(rustc, &["-vV"])?.lines().find_map(|l| l.strip_prefix("host: ").map(str::to_string)).unwrap_or_default();
     let bin = sysroot.join("lib/rustlib").join(&host).join("bin");
     let exe = std::env::consts::EXE_SUFFIX;
     let needs: [(&'static str, PathBuf); 3] = [

@@ -45,9 +45,21 @@ tuple_args!(A, B, C, D, E, F, G, H, I, J);
 ///
 /// # Safety
 /// `args` match the kernel's parameters in number and type.
-pub(crate) unsafe fn launch_on(stream: sys::CUstream, k: &Kernel, cfg: LaunchConfig, args: &impl KernelArgs) -> Result<()> {
+pub(crate) unsafe fn launch_on(
+    stream: sys::CUstream,
+    k: &Kernel,
+    cfg: LaunchConfig,
+    args: &impl KernelArgs,
+) -> Result<()> {
     args.with_params(|p| {
-        cudarc::driver::result::launch_kernel(k.func.cu_function(), cfg.grid_dim, cfg.block_dim, cfg.shared_mem_bytes, stream, p)
+        cudarc::driver::result::launch_kernel(
+            k.func.cu_function(),
+            cfg.grid_dim,
+            cfg.block_dim,
+            cfg.shared_mem_bytes,
+            stream,
+            p,
+        )
     })
     .map_err(|e| Error::Launch {
         kernel: k.name.clone(),

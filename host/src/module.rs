@@ -42,9 +42,11 @@ impl Module {
         state: &State,
     ) -> Result<Module> {
         let err = |why: String| Error::Module { name: name.to_string(), why };
-        let inner = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .map_err(|e| err(format!("cuModuleLoadData failed: {e} (PTX built for a newer GPU or PTX ISA than this driver/GPU supports?)")))?;
+        let inner = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| {
+            err(format!(
+                "cuModuleLoadData failed: {e} (PTX built for a newer GPU or PTX ISA than this driver/GPU supports?)"
+            ))
+        })?;
         let mut global = inner.get_global(STATE_SYMBOL, stream).map_err(|e| {
             err(format!(
                 "no `{STATE_SYMBOL}` global ({e}): the kernel crate must depend on gpushmem-kernels (and use it), so that its state is linked in"
@@ -100,7 +102,8 @@ impl Module {
 /// Names of the kernels (`.entry NAME(`) a PTX text defines.
 fn entry_names(ptx: &str) -> impl Iterator<Item = &str> {
     ptx.lines().filter_map(|l| {
-        let rest = l.trim_start().strip_prefix(".visible .entry ").or_else(|| l.trim_start().strip_prefix(".entry "))?;
+        let rest =
+            l.trim_start().strip_prefix(".visible .entry ").or_else(|| l.trim_start().strip_prefix(".entry "))?;
         rest.split('(').next().map(str::trim).filter(|n| !n.is_empty())
     })
 }

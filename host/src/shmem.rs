@@ -40,7 +40,13 @@ impl Shmem {
         let config = Config::from_env()?;
         match LaunchEnv::from_env()? {
             Some(env) => {
-                log::debug!("PE {}/{}: joining through {} at {}", env.rank, env.size, env.source, env.rendezvous.display());
+                log::debug!(
+                    "PE {}/{}: joining through {} at {}",
+                    env.rank,
+                    env.size,
+                    env.source,
+                    env.rendezvous.display()
+                );
                 let boot = SocketBootstrap::connect(&env, config.bootstrap_timeout)?;
                 let device = env.device;
                 let local = env.local_rank;

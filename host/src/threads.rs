@@ -48,7 +48,11 @@ impl Threads {
     {
         crate::logging::init();
         if self.n == 0 {
-            return Err(Error::Config { name: "Threads::new".into(), value: "0".into(), why: "need at least one PE".into() });
+            return Err(Error::Config {
+                name: "Threads::new".into(),
+                value: "0".into(),
+                why: "need at least one PE".into(),
+            });
         }
         let config = match self.config {
             Some(c) => c,
@@ -97,11 +101,23 @@ impl Threads {
                 .collect();
             handles.into_iter().map(|h| h.join().expect("PE thread result")).collect()
         });
-        let first_cause = outcomes.iter().position(|r| matches!(r, Err(e) if !matches!(e, Error::PeerFailed { .. })));
-        let first_err = first_cause.or_else(|| outcomes.iter().position(|r| r.is_err()));
-        if let Some(i) = first_err {
-            return Err(outcomes.into_iter().nth(i).and_then(|r| r.err()).expect("an error"));
+        // Report the root cause: a PE's own error before the others' "peer failed".
+        let mut results = Vec::with_capacity(outcomes.len());
+        let mut cause: Option<Error> = None;
+        for r in outcomes {
+            match r {
+                Ok(v) => results.push(v),
+                Err(e) => {
+                    let is_echo = matches!(e, Error::PeerFailed { .. });
+                    if cause.as_ref().is_none_or(|c| matches!(c, Error::PeerFailed { .. }) && !is_echo) {
+                        cause = Some(e);
+                    }
+                }
+            }
         }
-        Ok(outcomes.into_iter().map(|r| r.ok().expect("checked")).collect())
+        match cause {
+            Some(e) => Err(e),
+            None => Ok(results),
+        }
     }
 }

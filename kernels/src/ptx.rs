@@ -9,7 +9,10 @@ use core::arch::asm;
 pub fn thread_index_in_block() -> u32 {
     use core::arch::nvptx::*;
     // SAFETY: reading special registers (PTX ISA 10: %tid, %ntid).
-    unsafe { _thread_idx_x() as u32 + _block_dim_x() as u32 * (_thread_idx_y() as u32 + _block_dim_y() as u32 * _thread_idx_z() as u32) }
+    unsafe {
+        _thread_idx_x() as u32
+            + _block_dim_x() as u32 * (_thread_idx_y() as u32 + _block_dim_y() as u32 * _thread_idx_z() as u32)
+    }
 }
 
 /// Threads in this block.

@@ -26,7 +26,10 @@ unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 
     debug::check_symmetric(sym, bytes, call);
     let p = peer_address(sym, pe);
     if p.is_null() {
-        debug::fail(c"gpushmem: %s: PE %llu is not reachable by loads/stores from this PE\n", &[call.as_ptr() as u64, pe as u64]);
+        debug::fail(
+            c"gpushmem: %s: PE %llu is not reachable by loads/stores from this PE\n",
+            &[call.as_ptr() as u64, pe as u64],
+        );
     }
     p
 }

@@ -18,7 +18,11 @@ pub fn config(heap: u64) -> Config {
 }
 
 /// Runs `f` on `n` PEs as threads and turns any error into a test failure.
-pub fn threads<T: Send>(n: usize, heap: u64, f: impl Fn(&Shmem) -> gpushmem::Result<T> + Sync) -> Result<Vec<T>, libtest_mimic::Failed> {
+pub fn threads<T: Send>(
+    n: usize,
+    heap: u64,
+    f: impl Fn(&Shmem) -> gpushmem::Result<T> + Sync,
+) -> Result<Vec<T>, libtest_mimic::Failed> {
     Threads::new(n).config(config(heap)).run(f).map_err(|e| format!("{n} PEs: {e}").into())
 }
 
@@ -68,7 +72,12 @@ pub fn compare(what: &str, got: &[u8], want: &[u8]) -> Result<(), String> {
         None => Ok(()),
         Some(i) => {
             let bad = got.iter().zip(want).filter(|(g, w)| g != w).count();
-            Err(format!("{what}: {bad} of {} bytes wrong; first at {i}: got {:#04x}, want {:#04x}", want.len(), got[i], want[i]))
+            Err(format!(
+                "{what}: {bad} of {} bytes wrong; first at {i}: got {:#04x}, want {:#04x}",
+                want.len(),
+                got[i],
+                want[i]
+            ))
         }
     }
 }

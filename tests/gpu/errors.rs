@@ -5,7 +5,11 @@ use gpushmem::Error;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn expect<T: std::fmt::Debug>(what: &str, r: gpushmem::Result<T>, ok: impl Fn(&Error) -> bool) -> Result<String, String> {
+fn expect<T: std::fmt::Debug>(
+    what: &str,
+    r: gpushmem::Result<T>,
+    ok: impl Fn(&Error) -> bool,
+) -> Result<String, String> {
     match r {
         Err(e) if ok(&e) => Ok(e.to_string()),
         other => Err(format!("{what}: expected a specific error, got {other:?}")),
@@ -24,7 +28,11 @@ pub fn host_bad_inputs() -> TestResult {
         let s = shmem.malloc::<u64>(10)?;
         let p = s.as_kernel_ptr();
         shmem.free(s)?;
-        out.push(expect("double free", shmem.free_ptr(p), |e| matches!(e, Error::BadFree { why, .. } if why.contains("double"))));
+        out.push(expect(
+            "double free",
+            shmem.free_ptr(p),
+            |e| matches!(e, Error::BadFree { why, .. } if why.contains("double")),
+        ));
         let foreign = shmem.stream().alloc_zeros::<u8>(64).cu("alloc")?;
         let fp = dptr(&foreign, shmem.stream());
         out.push(expect("foreign pointer", shmem.free_ptr(fp), |e| matches!(e, Error::NotSymmetric { .. })));
@@ -35,10 +43,20 @@ pub fn host_bad_inputs() -> TestResult {
         let k = module.kernel("barrier_rounds")?;
         let huge = gpushmem::LaunchConfig { grid_dim: (1_000_000, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
         let r = unsafe { shmem.launch_collective(&k, huge, (0u64, 0u32, 0u64, 0u32)) };
-        out.push(expect("collective launch too large", r, |e| matches!(e, Error::Launch { why, .. } if why.contains("co-resident"))));
-        out.push(expect("missing kernel", module.kernel("no_such_kernel").map(|_| ()), |e| matches!(e, Error::Module { .. })));
+        out.push(expect(
+            "collective launch too large",
+            r,
+            |e| matches!(e, Error::Launch { why, .. } if why.contains("co-resident")),
+        ));
+        out.push(expect("missing kernel", module.kernel("no_such_kernel").map(|_| ()), |e| {
+            matches!(e, Error::Module { .. })
+        }));
         let bare = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry nothing() { ret; }\n";
-        out.push(expect("module without state", shmem.load_module("bare", bare).map(|_| ()), |e| matches!(e, Error::Module { why, .. } if why.contains("GPUSHMEM_STATE"))));
+        out.push(expect(
+            "module without state",
+            shmem.load_module("bare", bare).map(|_| ()),
+            |e| matches!(e, Error::Module { why, .. } if why.contains("GPUSHMEM_STATE")),
+        ));
         Ok(out)
     })?;
     let mut bad = Vec::new();
@@ -66,7 +84,11 @@ pub fn child(scenario: &str, env: &[(&str, &str)], timeout: Duration) -> Result<
 }
 
 /// Runs `cmd` with `env`, killed after `timeout`; returns (success, output, elapsed).
-pub fn run_with_timeout(mut cmd: Command, env: &[(&str, &str)], timeout: Duration) -> Result<(bool, String, Duration), String> {
+pub fn run_with_timeout(
+    mut cmd: Command,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<(bool, String, Duration), String> {
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -103,18 +125,38 @@ fn expect_child(scenario: &str, env: &[(&str, &str)], needles: &[&str]) -> TestR
             return Err(format!("{scenario}: expected {n:?} in its output:\n{text}").into());
         }
     }
-    println!("  {scenario} ({took:.1?}): {}", text.lines().filter(|l| l.contains("gpushmem")).take(3).collect::<Vec<_>>().join(" | "));
+    println!(
+        "  {scenario} ({took:.1?}): {}",
+        text.lines().filter(|l| l.contains("gpushmem")).take(3).collect::<Vec<_>>().join(" | ")
+    );
     Ok(())
 }
 
 /// Debug checks on: `p` to PE 5 of a 1-PE job traps with a message naming the call and the PE.
 pub fn device_pe_check_traps() -> TestResult {
-    expect_child("debug_pe_check", &[("GPUSHMEM_DEBUG_CHECKS", "1")], &["p: PE 5 out of range (n_pes = 1)", "HOST-SAW-ERROR"])
+    expect_child(
+        "debug_pe_check",
+        &[("GPUSHMEM_DEBUG_CHECKS", "1")],
+        &["p: PE 5 out of range (n_pes = 1)", "HOST-SAW-ERROR"],
+    )
+}
+
+/// Debug checks on: `p` to an address outside the heap traps naming the call and the address.
+pub fn device_heap_check_traps() -> TestResult {
+    expect_child(
+        "debug_heap_check",
+        &[("GPUSHMEM_DEBUG_CHECKS", "1")],
+        &["p: address 0x", "is outside the symmetric heap", "HOST-SAW-ERROR"],
+    )
 }
 
 /// A wait whose flag never comes ends with the timeout message, not a hang.
 pub fn device_wait_times_out() -> TestResult {
-    expect_child("wait_timeout", &[("GPUSHMEM_TIMEOUT", "1")], &["wait_forever timed out after 1000 ms", "last seen 0", "HOST-SAW-ERROR"])
+    expect_child(
+        "wait_timeout",
+        &[("GPUSHMEM_TIMEOUT", "1")],
+        &["wait_forever timed out after 1000 ms", "last seen 0", "HOST-SAW-ERROR"],
+    )
 }
 
 /// PE 1 never starts: PE 0's init fails with a timeout naming PE 1.
@@ -123,7 +165,14 @@ pub fn bootstrap_missing_pe() -> TestResult {
     let sock = sock.to_string_lossy().into_owned();
     expect_child(
         "init_only",
-        &[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "2"), ("GPUSHMEM_LOCAL_RANK", "0"), ("GPUSHMEM_LOCAL_SIZE", "2"), ("GPUSHMEM_BOOTSTRAP", &sock), ("GPUSHMEM_BOOTSTRAP_TIMEOUT", "2")],
+        &[
+            ("GPUSHMEM_RANK", "0"),
+            ("GPUSHMEM_SIZE", "2"),
+            ("GPUSHMEM_LOCAL_RANK", "0"),
+            ("GPUSHMEM_LOCAL_SIZE", "2"),
+            ("GPUSHMEM_BOOTSTRAP", &sock),
+            ("GPUSHMEM_BOOTSTRAP_TIMEOUT", "2"),
+        ],
         &["timed out", "[1]", "HOST-SAW-ERROR"],
     )
 }
@@ -143,7 +192,12 @@ pub fn launcher() -> Result<std::path::PathBuf, String> {
 }
 
 /// `gpushmem-run -n N -- <this test binary>` running `scenario` in every PE.
-pub fn launch_processes(n: usize, scenario: &str, env: &[(&str, &str)], timeout: Duration) -> Result<(bool, String, Duration), String> {
+pub fn launch_processes(
+    n: usize,
+    scenario: &str,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> Result<(bool, String, Duration), String> {
     let mut cmd = Command::new(launcher()?);
     cmd.args(["-n", &n.to_string(), "--grace", "5", "--"]).arg(std::env::current_exe().map_err(|e| e.to_string())?);
     cmd.env("GPUSHMEM_TEST_CHILD", scenario);
@@ -154,17 +208,26 @@ pub fn launch_processes(n: usize, scenario: &str, env: &[(&str, &str)], timeout:
 
 /// A PE process killed with SIGKILL: the launcher names it and ends the job; nothing hangs.
 pub fn killed_pe_is_reported() -> TestResult {
-    let (ok, text, took) = launch_processes(2, "kill_pe1", &[("GPUSHMEM_TIMEOUT", "5"), ("GPUSHMEM_BOOTSTRAP_TIMEOUT", "10")], Duration::from_secs(90))?;
+    let (ok, text, took) = launch_processes(
+        2,
+        "kill_pe1",
+        &[("GPUSHMEM_TIMEOUT", "5"), ("GPUSHMEM_BOOTSTRAP_TIMEOUT", "10")],
+        Duration::from_secs(90),
+    )?;
     if ok || !text.contains("PE 1") || !text.contains("signal 9") {
         return Err(format!("expected the launcher to fail naming PE 1 and signal 9 (ok={ok}):\n{text}").into());
     }
-    println!("  job ended in {took:.1?}: {}", text.lines().filter(|l| l.contains("gpushmem-run")).collect::<Vec<_>>().join(" | "));
+    println!(
+        "  job ended in {took:.1?}: {}",
+        text.lines().filter(|l| l.contains("gpushmem-run")).collect::<Vec<_>>().join(" | ")
+    );
     Ok(())
 }
 
 /// Ring and all-to-all, every variant, with PEs as processes through gpushmem-run.
 pub fn processes_ring_alltoall(n: usize) -> TestResult {
-    let (ok, text, took) = launch_processes(n, "ring_processes", &[("GPUSHMEM_SYMMETRIC_SIZE", "160m")], Duration::from_secs(150))?;
+    let (ok, text, took) =
+        launch_processes(n, "ring_processes", &[("GPUSHMEM_SYMMETRIC_SIZE", "160m")], Duration::from_secs(150))?;
     if !ok {
         return Err(format!("{n} processes failed:\n{text}").into());
     }

@@ -24,13 +24,17 @@ fn child_scenario(name: &str) -> ExitCode {
         }
     };
     match name {
-        "debug_pe_check" | "wait_timeout" => report((|| {
+        "debug_pe_check" | "wait_timeout" | "debug_heap_check" => report((|| {
             let shmem = gpushmem::Shmem::init()?;
             let m = kernels(&shmem)?;
             let buf = shmem.calloc::<u64>(4)?;
             unsafe {
                 if name == "debug_pe_check" {
                     shmem.launch(&m.kernel("p_to")?, one_block(32), (buf.as_kernel_ptr(), 5u32))?;
+                } else if name == "debug_heap_check" {
+                    // One past the heap's end: not a symmetric address.
+                    let s = shmem.device_state();
+                    shmem.launch(&m.kernel("p_to")?, one_block(32), (s.heap_base + s.heap_size, 0u32))?;
                 } else {
                     shmem.launch(&m.kernel("wait_forever")?, one_block(32), (buf.as_kernel_ptr(),))?;
                 }
@@ -51,7 +55,13 @@ fn child_scenario(name: &str) -> ExitCode {
             let k = m.kernel("barrier_rounds")?;
             let errors = shmem.calloc::<u32>(1)?;
             loop {
-                unsafe { shmem.launch_collective(&k, one_block(32), (buf.as_kernel_ptr(), 100u32, errors.as_kernel_ptr(), 1u32))? };
+                unsafe {
+                    shmem.launch_collective(
+                        &k,
+                        one_block(32),
+                        (buf.as_kernel_ptr(), 100u32, errors.as_kernel_ptr(), 1u32),
+                    )?
+                };
                 shmem.barrier_all()?;
             }
         })()),
@@ -81,7 +91,9 @@ fn gpu_tests() -> Vec<Trial> {
         Trial::test("smoke::state_installed", smoke::state_installed),
         Trial::test("errors::host_bad_inputs", errors::host_bad_inputs),
         Trial::test("errors::device_pe_check_traps", errors::device_pe_check_traps),
+        Trial::test("errors::device_heap_check_traps", errors::device_heap_check_traps),
         Trial::test("errors::device_wait_times_out", errors::device_wait_times_out),
+        Trial::test("lifecycle::init_finalize_100_cycles", smoke::init_finalize_cycles),
         Trial::test("errors::bootstrap_missing_pe", errors::bootstrap_missing_pe),
         Trial::test("errors::killed_pe_is_reported", errors::killed_pe_is_reported),
         Trial::test("sync::fence_orders_puts", sync::fence_orders_puts),

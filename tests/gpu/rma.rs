@@ -31,7 +31,7 @@ fn applies(op: u32, bytes: usize, doff: usize, soff: usize) -> bool {
     match op {
         12 | 13 => bytes <= 64 << 10,
         0 | 3 | 6 | 9 => bytes <= 2 << 20,
-        14 | 15 => bytes % 4 == 0 && doff % 4 == 0 && soff % 4 == 0,
+        14 | 15 => bytes.is_multiple_of(4) && doff.is_multiple_of(4) && soff.is_multiple_of(4),
         _ => true,
     }
 }
@@ -70,11 +70,16 @@ fn ring_on_pe(shmem: &Shmem, cases: &[Case], ops: &[u32]) -> gpushmem::Result<Ve
             shmem.write_at(&src, c.soff, &mine)?;
             shmem.write_at(&dst, c.doff, &poison(&want))?;
             shmem.bootstrap().barrier()?; // everyone poisoned before anyone writes
-            let args = (op, dst.as_kernel_ptr() + c.doff as u64, src.as_kernel_ptr() + c.soff as u64, c.bytes as u64, 1u32);
+            let args =
+                (op, dst.as_kernel_ptr() + c.doff as u64, src.as_kernel_ptr() + c.soff as u64, c.bytes as u64, 1u32);
             unsafe { shmem.launch_collective(&k, one_block(256), args)? };
             shmem.synchronize()?;
             let got = shmem.read_at(&dst, c.doff, c.bytes)?;
-            if let Err(m) = compare(&format!("ring {} bytes={} doff={} soff={}", OPS[op as usize].1, c.bytes, c.doff, c.soff), &got, &want) {
+            if let Err(m) = compare(
+                &format!("ring {} bytes={} doff={} soff={}", OPS[op as usize].1, c.bytes, c.doff, c.soff),
+                &got,
+                &want,
+            ) {
                 failures.push(format!("PE {me}/{n}: {m}"));
             }
             shmem.bootstrap().barrier()?;
@@ -114,7 +119,13 @@ fn alltoall_on_pe(shmem: &Shmem, chunks: &[usize], ops: &[u32]) -> gpushmem::Res
             shmem.write_at(&src, 0, &s)?;
             shmem.write_at(&dst, 0, &poison(&want))?;
             shmem.bootstrap().barrier()?;
-            unsafe { shmem.launch_collective(&k, one_block(256), (op, dst.as_kernel_ptr(), src.as_kernel_ptr(), chunk as u64))? };
+            unsafe {
+                shmem.launch_collective(
+                    &k,
+                    one_block(256),
+                    (op, dst.as_kernel_ptr(), src.as_kernel_ptr(), chunk as u64),
+                )?
+            };
             shmem.synchronize()?;
             let got = shmem.read_at(&dst, 0, chunk * n)?;
             if let Err(m) = compare(&format!("alltoall {} chunk={chunk}", OPS[op as usize].1), &got, &want) {
@@ -168,7 +179,12 @@ pub fn ring_and_alltoall_process() -> gpushmem::Result<Vec<String>> {
     let shmem = Shmem::init()?;
     let ops: Vec<u32> = OPS.iter().map(|o| o.0).collect();
     // Processes on one GPU time-slice: fewer cases (sizes 1 B … 64 MiB, aligned and misaligned).
-    let cases: Vec<Case> = ring_cases().into_iter().filter(|c| [1, 17, 4101, (1 << 20) + 7, 64 << 20].contains(&c.bytes) && [(0, 0), (13, 6)].contains(&(c.doff, c.soff))).collect();
+    let cases: Vec<Case> = ring_cases()
+        .into_iter()
+        .filter(|c| {
+            [1, 17, 4101, (1 << 20) + 7, 64 << 20].contains(&c.bytes) && [(0, 0), (13, 6)].contains(&(c.doff, c.soff))
+        })
+        .collect();
     let mut f = ring_on_pe(&shmem, &cases, &ops)?;
     f.extend(alltoall_on_pe(&shmem, &[1, 7, 4096 + 3, (256 << 10) + 1, 4 << 20], &ops)?);
     shmem.finalize()?;

@@ -11,7 +11,8 @@ pub fn smoke_pattern() -> TestResult {
         let module = kernels(shmem)?;
         let k = module.kernel("smoke_pattern")?;
         let stream = shmem.stream();
-        let input: Vec<u32> = random_bytes(seed(), 0, n * 4).chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
+        let input: Vec<u32> =
+            random_bytes(seed(), 0, n * 4).chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
         let key = input[0] | 1;
         let inp = stream.clone_htod(&input).cu("htod")?;
         let poison = vec![0xDEAD_BEEFu32; n];
@@ -33,14 +34,16 @@ pub fn smoke_pattern() -> TestResult {
 pub fn state_installed() -> TestResult {
     for n in [1usize, 2, 4] {
         let rows = threads(n, 8 << 20, |shmem| {
-            let module = kernels(shmem)?;
-            let k = module.kernel("state_probe")?;
+            // Two modules at once: each gets the state.
+            let modules = [kernels(shmem)?, kernels(shmem)?];
             let stream = shmem.stream();
-            let out = stream.alloc_zeros::<u64>(5 + n).cu("alloc")?;
-            let p = dptr(&out, stream);
-            unsafe { shmem.launch(&k, one_block(32), (p,))? };
-            shmem.synchronize()?;
-            let got = stream.clone_dtoh(&out).cu("dtoh")?;
+            let mut got = Vec::new();
+            for m in &modules {
+                let out = stream.alloc_zeros::<u64>(5 + n).cu("alloc")?;
+                unsafe { shmem.launch(&m.kernel("state_probe")?, one_block(32), (dptr(&out, stream),))? };
+                shmem.synchronize()?;
+                got = stream.clone_dtoh(&out).cu("dtoh")?;
+            }
             let s = shmem.device_state();
             let mut want = vec![s.version as u64, s.my_pe as u64, s.n_pes as u64, s.heap_base, s.heap_size];
             want.extend_from_slice(shmem.peer_heap_bases());
@@ -51,6 +54,42 @@ pub fn state_installed() -> TestResult {
                 return Err(format!("{n} PEs, PE {pe}: device saw {got:?}, host installed {want:?}").into());
             }
         }
+    }
+    Ok(())
+}
+
+/// 100 init/finalize cycles (2 PEs as threads) leave the device's free memory where it started.
+pub fn init_finalize_cycles() -> TestResult {
+    // Hold the primary context so its own memory is not what we measure.
+    let ctx = gpushmem::cudarc::driver::CudaContext::new(0).map_err(|e| format!("{e}"))?;
+    let free = || gpushmem::cudarc::driver::result::mem_get_info().map(|m| m.0 as i64).map_err(|e| format!("{e}"));
+    let cycle = || {
+        threads(2, 32 << 20, |shmem| {
+            let m = kernels(shmem)?;
+            let b = shmem.calloc::<u64>(2 * shmem.n_pes())?;
+            let e = shmem.calloc::<u32>(1)?;
+            unsafe {
+                shmem.launch_collective(
+                    &m.kernel("barrier_rounds")?,
+                    one_block(32),
+                    (b.as_kernel_ptr(), 3u32, e.as_kernel_ptr(), 1u32),
+                )?
+            };
+            shmem.synchronize()
+        })
+    };
+    cycle()?; // warm-up: the driver's own first-use allocations
+    ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
+    let before = free()?;
+    for _ in 0..100 {
+        cycle()?;
+    }
+    ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
+    let after = free()?;
+    println!("  free device memory before {before} B, after 100 cycles {after} B (diff {} B)", before - after);
+    // Tolerance: 2 MiB of driver-internal slack (allocation granularity), far below one 32 MiB heap.
+    if before - after > 2 << 20 {
+        return Err(format!("device memory leaked: {} bytes over 100 cycles", before - after).into());
     }
     Ok(())
 }

@@ -10,7 +10,9 @@ fn barrier_errors(n: usize, rounds: u32, form: u32) -> Result<u64, libtest_mimic
         let errors = stream.alloc_zeros::<u32>(1).cu("alloc")?;
         let module = kernels(shmem)?; // collective: nobody launches before everyone is ready
         let k = module.kernel("barrier_rounds")?;
-        unsafe { shmem.launch_collective(&k, one_block(128), (buf.as_kernel_ptr(), rounds, dptr(&errors, stream), form))? };
+        unsafe {
+            shmem.launch_collective(&k, one_block(128), (buf.as_kernel_ptr(), rounds, dptr(&errors, stream), form))?
+        };
         shmem.synchronize()?;
         let e = stream.clone_dtoh(&errors).cu("dtoh")?[0] as u64;
         shmem.free(buf)?;

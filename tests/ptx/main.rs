@@ -27,7 +27,8 @@ fn function_text<'a>(ptx: &'a str, head: &str) -> Option<&'a str> {
 /// The body of `.entry name(...)` in `ptx`, followed by the bodies of every
 /// `.func` it calls, transitively (the slow paths are kept out of line).
 fn entry(ptx: &str, name: &str) -> Result<String, Failed> {
-    let body = function_text(ptx, &format!(".entry {name}(")).ok_or_else(|| format!("no kernel {name} in {PTX_PATH}"))?;
+    let body =
+        function_text(ptx, &format!(".entry {name}(")).ok_or_else(|| format!("no kernel {name} in {PTX_PATH}"))?;
     let mut text = body.to_string();
     let mut seen = std::collections::BTreeSet::new();
     let mut todo = vec![body.to_string()];
@@ -98,12 +99,34 @@ fn main() {
         golden("probe_fence", &["fence.acq_rel.sys;"], &[]),
         golden("probe_quiet", &["fence.sc.sys;"], &[]),
         golden("probe_quiet_block", &["barrier.sync 0;", "fence.sc.sys;"], &["bar.sync"]),
-        golden("probe_barrier_all", &["fence.sc.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64", "fence.acq_rel.sys;", "%globaltimer"], &["ld.acquire"]),
-        golden("probe_barrier_all_block", &["barrier.sync 0;", "fence.sc.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64"], &[]),
-        golden("probe_sync_all", &["fence.acq_rel.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64"], &["fence.sc.sys"]),
+        golden(
+            "probe_barrier_all",
+            &[
+                "fence.sc.sys;",
+                "st.release.sys.global.u64",
+                "ld.relaxed.sys.global.u64",
+                "fence.acq_rel.sys;",
+                "%globaltimer",
+            ],
+            &["ld.acquire"],
+        ),
+        golden(
+            "probe_barrier_all_block",
+            &["barrier.sync 0;", "fence.sc.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64"],
+            &[],
+        ),
+        golden(
+            "probe_sync_all",
+            &["fence.acq_rel.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64"],
+            &["fence.sc.sys"],
+        ),
         golden("probe_put_nbi_block", &["ld.global.v4.u32", "st.global.v4.u32"], &["fence", "barrier.sync"]),
         golden("probe_get_warp", &["ld.global.v4.u32", "st.global.v4.u32", "bar.warp.sync"], &[]),
-        golden("probe_wait", &["ld.relaxed.sys.global.u64", "fence.acq_rel.sys;", "%globaltimer", "trap;"], &["ld.acquire"]),
+        golden(
+            "probe_wait",
+            &["ld.relaxed.sys.global.u64", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
+            &["ld.acquire"],
+        ),
         golden("probe_ptr", &["GPUSHMEM_STATE"], &[]),
     ];
     let ptxas = gpushmem_build::find_ptxas();

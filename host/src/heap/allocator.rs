@@ -39,7 +39,11 @@ impl Allocator {
     /// of two; at least [`MIN_ALIGN`]); returns the offset.
     pub fn alloc(&mut self, size: u64, align: u64) -> Result<u64> {
         if !align.is_power_of_two() {
-            return Err(Error::Config { name: "align".into(), value: align.to_string(), why: "not a power of two".into() });
+            return Err(Error::Config {
+                name: "align".into(),
+                value: align.to_string(),
+                why: "not a power of two".into(),
+            });
         }
         let align = align.max(MIN_ALIGN);
         let rounded = size.max(1).checked_next_multiple_of(MIN_ALIGN).unwrap_or(u64::MAX);

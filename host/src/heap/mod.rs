@@ -112,7 +112,12 @@ impl Heap {
     /// Fails unless `s` was allocated from this heap (not another PE's or job's).
     pub fn check_slice<T>(&self, s: &SymSlice<T>) -> Result<()> {
         if s.heap_base() != self.base {
-            return Err(Error::NotSymmetric { addr: s.as_kernel_ptr(), len: s.byte_len(), base: self.base, size: self.size });
+            return Err(Error::NotSymmetric {
+                addr: s.as_kernel_ptr(),
+                len: s.byte_len(),
+                base: self.base,
+                size: self.size,
+            });
         }
         self.check_range(s.as_kernel_ptr(), s.byte_len())
     }
