@@ -8,4 +8,9 @@ export PATH="$PWD/.tools/bin:$PATH"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --quiet -- -D warnings
-cargo test --workspace
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
+# One closing line over every test binary (cargo's last line is the doc-test summary).
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
+     END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

@@ -53,6 +53,55 @@ pub struct State {
     pub reserved: [u64; 4],
 }
 
+/// Comparison of a waited-on word with a value (`NVSHMEM_CMP_*`): shared by
+/// device waits and the host's stream-ordered waits.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    /// `==`
+    Eq = 0,
+    /// `!=`
+    Ne = 1,
+    /// `>`
+    Gt = 2,
+    /// `>=`
+    Ge = 3,
+    /// `<`
+    Lt = 4,
+    /// `<=`
+    Le = 5,
+}
+
+impl Cmp {
+    /// Whether `seen <cmp> value` holds.
+    #[inline(always)]
+    pub fn holds<T: PartialOrd>(self, seen: T, value: T) -> bool {
+        match self {
+            Cmp::Eq => seen == value,
+            Cmp::Ne => seen != value,
+            Cmp::Gt => seen > value,
+            Cmp::Ge => seen >= value,
+            Cmp::Lt => seen < value,
+            Cmp::Le => seen <= value,
+        }
+    }
+
+    /// The operator, for messages.
+    pub fn symbol(self) -> &'static str {
+        ["==", "!=", ">", ">=", "<", "<="][self as usize]
+    }
+}
+
+/// How `put_signal`/`signal_op` update the signal word (`NVSHMEM_SIGNAL_SET/ADD`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignalOp {
+    /// The signal becomes the value.
+    Set = 0,
+    /// The value is added to the signal.
+    Add = 1,
+}
+
 /// Layout of the library's sync area at offset 0 of every heap.
 ///
 /// `barrier_flags[j]` on PE i is written only by PE j with the sequence number

@@ -12,8 +12,10 @@
 //! - `rma` — `p`/`g`, `put`/`get`, `put_nbi`/`get_nbi` and the byte (`putmem`) forms, each
 //!   with `_warp` and `_block` variants.
 //! - `sync` — `fence`, `quiet`, `barrier_all`, `sync_all`.
-//! - `wait` — the bounded poll every wait uses (traps with a message after the
-//!   state's timeout).
+//! - `signal` — `put_signal(_nbi)` (thread/warp/block), `signal_op`, `signal_fetch`, `signal_wait_until`.
+//! - `atomic` — remote atomics on `u32`/`u64`/`i32`/`i64` (and float add).
+//! - `wait` — `wait_until*`/`test*` on local symmetric memory, and the bounded
+//!   spin every wait uses (traps with a message after the state's timeout).
 //! - `debug` — argument checks (PE range, heap bounds) behind the state's debug flag.
 //! - `ptx` — the inline-PTX primitives, each citing the PTX ISA section it relies on.
 //!
@@ -36,6 +38,8 @@
 pub mod abi;
 
 #[cfg(target_arch = "nvptx64")]
+pub mod atomic;
+#[cfg(target_arch = "nvptx64")]
 mod copy;
 #[cfg(target_arch = "nvptx64")]
 pub mod debug;
@@ -48,12 +52,26 @@ pub mod ptx;
 #[cfg(target_arch = "nvptx64")]
 pub mod rma;
 #[cfg(target_arch = "nvptx64")]
+pub mod signal;
+#[cfg(target_arch = "nvptx64")]
 pub mod sync;
 #[cfg(target_arch = "nvptx64")]
 pub mod wait;
 
 #[cfg(target_arch = "nvptx64")]
-pub use {pe::*, rma::*, sync::*};
+pub use {
+    abi::{Cmp, SignalOp},
+    atomic::*,
+    pe::*,
+    rma::*,
+    signal::*,
+    sync::*,
+    wait::{
+        test, test_all, test_all_vector, test_any, test_any_vector, test_some, test_some_vector, wait_until,
+        wait_until_all, wait_until_all_vector, wait_until_any, wait_until_any_vector, wait_until_some,
+        wait_until_some_vector,
+    },
+};
 
 /// The device state the host installs into every loaded module (found by
 /// name, [`abi::STATE_SYMBOL`], with `cuModuleGetGlobal`). Device code reads it; only

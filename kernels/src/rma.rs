@@ -21,7 +21,7 @@ use core::ffi::CStr;
 
 /// Checks (debug mode) and translates a symmetric range to its address on `pe`.
 #[inline(always)]
-unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 {
+pub(crate) unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 {
     debug::check_pe(pe, call);
     debug::check_symmetric(sym, bytes, call);
     let p = peer_address(sym, pe);
@@ -122,3 +122,60 @@ rma_fns!(/// Blocking get by a warp: data in `dest` for every lane on return.
     get_warp, getmem_warp, warp, get_bytes, true);
 rma_fns!(/// Blocking get by a block: data in `dest` for every thread on return.
     get_block, getmem_block, block, get_bytes, true);
+
+#[inline(always)]
+unsafe fn strided<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, g: Group) {
+    let mut i = g.rank;
+    while i < nelems {
+        dest.offset(i as isize * dst).write(src.offset(i as isize * sst).read());
+        i += g.size;
+    }
+}
+
+macro_rules! strided_fns {
+    ($(#[$doc:meta])* $name:ident, $group:ident, $is_put:expr, $sync:expr) => {
+        $(#[$doc])*
+        ///
+        /// Element `i` goes from `src[i * sst]` to `dest[i * dst]` (strides in elements).
+        ///
+        /// # Safety
+        /// The symmetric side's elements are in the symmetric heap; both sides' elements are
+        /// valid, naturally aligned and do not overlap; `pe < n_pes()`.
+        #[inline(always)]
+        pub unsafe fn $name<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: u32) {
+            let g = Group::$group();
+            const NAME: &str = concat!(stringify!($name), "\0");
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            if nelems > 0 {
+                let span = |stride: isize| ((nelems - 1) as isize * stride.abs()) as usize * core::mem::size_of::<T>() + core::mem::size_of::<T>();
+                // The range's low end, for the heap check, whatever the stride's sign.
+                let low = |p: *const T, stride: isize| if stride < 0 { p.offset((nelems - 1) as isize * stride) } else { p };
+                if $is_put {
+                    let base = remote(low(dest, dst).cast(), span(dst), pe, call).cast::<T>();
+                    let r = if dst < 0 { base.offset(-((nelems - 1) as isize) * dst) } else { base };
+                    strided(r, src, dst, sst, nelems, g);
+                } else {
+                    let base = remote(low(src, sst).cast(), span(sst), pe, call).cast::<T>();
+                    let r = if sst < 0 { base.offset(-((nelems - 1) as isize) * sst) } else { base };
+                    strided(dest, r, dst, sst, nelems, g);
+                }
+            }
+            if $sync {
+                g.sync();
+            }
+        }
+    };
+}
+
+strided_fns!(/// Strided put by one thread (`nvshmem_iput`): issued on return, visible after `quiet`.
+    iput, thread, true, false);
+strided_fns!(/// Strided put by a warp.
+    iput_warp, warp, true, true);
+strided_fns!(/// Strided put by a block.
+    iput_block, block, true, true);
+strided_fns!(/// Strided get by one thread (`nvshmem_iget`): data in `dest` on return.
+    iget, thread, false, false);
+strided_fns!(/// Strided get by a warp.
+    iget_warp, warp, false, true);
+strided_fns!(/// Strided get by a block.
+    iget_block, block, false, true);

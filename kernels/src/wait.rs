@@ -1,48 +1,445 @@
-//! The bounded poll every wait is built on.
+//! Waiting on local symmetric memory: the bounded spin every wait is built
+//! on, and OpenSHMEM's point-to-point synchronization (`wait_until*`, `test*`).
 //!
-//! Polls with `ld.relaxed.sys` (FACTS: an acquire load in the loop made a
-//! ping-pong 2.7× slower) and leaves with `fence.acq_rel.sys`, so what the
-//! writer ordered before its flag store is visible after the wait. After
-//! `state.timeout_ns` nanoseconds (`GPUSHMEM_TIMEOUT` on the host; 0 = never)
-//! it prints the PE, the address, the awaited and the last seen value, and traps.
+//! Polls with relaxed system-scope loads (`ld.relaxed.sys`; FACTS: an acquire
+//! load in the loop made a ping-pong 2.7× slower) and, once the condition
+//! holds, issues `fence.acq_rel.sys`, so what the writer ordered before its
+//! store is visible after the wait. After `state.timeout_ns` nanoseconds
+//! without success (`GPUSHMEM_TIMEOUT` on the host; 0 = never) a wait prints
+//! the PE, the address, the awaited condition and the last seen value, and
+//! traps. `test*` never block.
+//!
+//! `status` arrays (may be null) exclude element `i` where `status[i] != 0`.
 
-use crate::{ptx, state};
+use crate::abi::Cmp;
+use crate::atomic::AtomicWord;
+use crate::{debug, ptx, state};
 use core::ffi::CStr;
 
 /// Polls between two reads of `%globaltimer`.
 const POLLS_PER_CLOCK_READ: u32 = 64;
 
-/// Waits until `*addr >= target` (as a wrapping difference: counters only grow);
+/// Spins until `step` returns `Some`, then issues the acquire fence. After the
+/// timeout calls `report` (which prints and traps).
+#[inline(always)]
+pub(crate) fn spin<R>(mut step: impl FnMut() -> Option<R>, report: impl Fn(u64) -> !) -> R {
+    if let Some(r) = step() {
+        ptx::fence_acq_rel_sys();
+        return r;
+    }
+    let timeout = state().timeout_ns;
+    let start = ptx::global_timer_ns();
+    let mut n = 0u32;
+    loop {
+        if let Some(r) = step() {
+            ptx::fence_acq_rel_sys();
+            return r;
+        }
+        n = n.wrapping_add(1);
+        if timeout != 0 && n % POLLS_PER_CLOCK_READ == 0 && ptx::global_timer_ns().wrapping_sub(start) > timeout {
+            report(timeout);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn timed_out(what: &CStr, timeout: u64, addr: u64, cmp: &CStr, value: u64, seen: u64) -> ! {
+    debug::fail(
+        c"gpushmem: PE %llu: %s timed out after %llu ms waiting at 0x%llx for a value %s %lld (last seen %lld); a peer PE may have died or skipped the call\n",
+        &[state().my_pe as u64, what.as_ptr() as u64, timeout / 1_000_000, addr, cmp.as_ptr() as u64, value, seen],
+    )
+}
+
+fn cmp_cstr(c: Cmp) -> &'static CStr {
+    [c"==", c"!=", c">", c">=", c"<", c"<="][c as usize]
+}
+
+/// Widens a word for a message (sign-extended for signed types).
+#[inline(always)]
+fn wide<T: AtomicWord>(v: T) -> u64 {
+    let b = bytemuck::bytes_of(&v);
+    let mut out = [0u8; 8];
+    out[..b.len()].copy_from_slice(b);
+    let x = u64::from_le_bytes(out);
+    let bits = 8 * b.len() as u32;
+    // Sign-extend when the type is signed (it compares below zero).
+    if bits < 64 && v < T::zeroed() {
+        x | (!0u64 << bits)
+    } else {
+        x
+    }
+}
+
+/// Waits until `*addr >= target` as a wrapping difference (monotone counters);
 /// returns the value seen. Acquire semantics on return.
 ///
 /// # Safety
 /// `addr` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn wait_counter_reaches(addr: *const u64, target: u64, what: &CStr) -> u64 {
-    let mut seen = ptx::ld_relaxed_sys_u64(addr);
-    if (seen.wrapping_sub(target) as i64) < 0 {
-        seen = wait_slow(addr, target, what);
-    }
-    ptx::fence_acq_rel_sys();
-    seen
+    spin(
+        || {
+            let v = ptx::ld_relaxed_sys_u64(addr);
+            ((v.wrapping_sub(target) as i64) >= 0).then_some(v)
+        },
+        |t| timed_out(what, t, addr as u64, c">=", target, ptx::ld_relaxed_sys_u64(addr)),
+    )
 }
 
-#[inline(never)]
-unsafe fn wait_slow(addr: *const u64, target: u64, what: &CStr) -> u64 {
-    let timeout = state().timeout_ns;
-    let start = ptx::global_timer_ns();
-    let mut n = 0u32;
-    loop {
-        let seen = ptx::ld_relaxed_sys_u64(addr);
-        if (seen.wrapping_sub(target) as i64) >= 0 {
-            return seen;
-        }
-        n = n.wrapping_add(1);
-        if timeout != 0 && n % POLLS_PER_CLOCK_READ == 0 && ptx::global_timer_ns().wrapping_sub(start) > timeout {
-            crate::debug::fail(
-                c"gpushmem: PE %llu: %s timed out after %llu ms waiting at 0x%llx for a value >= %llu (last seen %llu); a peer PE may have died or skipped the call\n",
-                &[state().my_pe as u64, what.as_ptr() as u64, timeout / 1_000_000, addr as u64, target, seen],
-            );
+/// Waits until `*ivar <cmp> value` (`nvshmem_wait_until`); returns the value
+/// that satisfied it. Acquire semantics on return.
+///
+/// # Safety
+/// `ivar` is a naturally aligned address in this PE's symmetric heap (or any global memory).
+#[inline(always)]
+pub unsafe fn wait_until<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> T {
+    spin(
+        || {
+            let v = T::load(ivar);
+            cmp.holds(v, value).then_some(v)
+        },
+        |t| timed_out(c"wait_until", t, ivar as u64, cmp_cstr(cmp), wide(value), wide(T::load(ivar))),
+    )
+}
+
+/// Whether `*ivar <cmp> value` holds now (`nvshmem_test`); never blocks.
+///
+/// # Safety
+/// As [`wait_until`].
+#[inline(always)]
+pub unsafe fn test<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> bool {
+    let ok = cmp.holds(T::load(ivar), value);
+    if ok {
+        ptx::fence_acq_rel_sys();
+    }
+    ok
+}
+
+/// The compared-against value of element `i`: one for all, or one each.
+#[derive(Clone, Copy)]
+enum Values<T> {
+    One(T),
+    Each(*const T),
+}
+
+impl<T: Copy> Values<T> {
+    #[inline(always)]
+    unsafe fn at(self, i: usize) -> T {
+        match self {
+            Values::One(v) => v,
+            Values::Each(p) => *p.add(i),
         }
     }
+}
+
+#[inline(always)]
+unsafe fn excluded(status: *const i32, i: usize) -> bool {
+    !status.is_null() && *status.add(i) != 0
+}
+
+#[inline(always)]
+unsafe fn holds_at<T: AtomicWord>(ivars: *const T, i: usize, cmp: Cmp, v: Values<T>) -> bool {
+    cmp.holds(T::load(ivars.add(i)), v.at(i))
+}
+
+/// First eligible element whose condition does not hold yet, if any.
+#[inline(always)]
+unsafe fn first_pending<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> Option<usize> {
+    (0..n).find(|&i| !excluded(status, i) && !holds_at(ivars, i, cmp, v))
+}
+
+/// First eligible element whose condition holds, if any.
+#[inline(always)]
+unsafe fn first_done<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> Option<usize> {
+    (0..n).find(|&i| !excluded(status, i) && holds_at(ivars, i, cmp, v))
+}
+
+#[inline(always)]
+unsafe fn all_excluded(n: usize, status: *const i32) -> bool {
+    (0..n).all(|i| excluded(status, i))
+}
+
+/// Writes the eligible indices whose condition holds into `indices`; returns how many.
+#[inline(always)]
+unsafe fn collect_done<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> usize {
+    let mut k = 0;
+    for i in 0..n {
+        if !excluded(status, i) && holds_at(ivars, i, cmp, v) {
+            *indices.add(k) = i;
+            k += 1;
+        }
+    }
+    k
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn report_pending<T: AtomicWord>(
+    what: &CStr,
+    t: u64,
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> ! {
+    let i = (0..n).find(|&i| !excluded(status, i)).unwrap_or(0);
+    timed_out(what, t, ivars.add(i) as u64, cmp_cstr(cmp), wide(v.at(i)), wide(T::load(ivars.add(i))))
+}
+
+unsafe fn wait_all<T: AtomicWord>(what: &CStr, ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) {
+    spin(
+        || first_pending(ivars, n, status, cmp, v).is_none().then_some(()),
+        |t| match first_pending(ivars, n, status, cmp, v) {
+            Some(i) => {
+                timed_out(what, t, ivars.add(i) as u64, cmp_cstr(cmp), wide(v.at(i)), wide(T::load(ivars.add(i))))
+            }
+            None => report_pending(what, t, ivars, n, status, cmp, v),
+        },
+    )
+}
+
+unsafe fn wait_any<T: AtomicWord>(
+    what: &CStr,
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> usize {
+    if all_excluded(n, status) {
+        return usize::MAX;
+    }
+    spin(|| first_done(ivars, n, status, cmp, v), |t| report_pending(what, t, ivars, n, status, cmp, v))
+}
+
+unsafe fn wait_some<T: AtomicWord>(
+    what: &CStr,
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> usize {
+    if all_excluded(n, status) {
+        return 0;
+    }
+    spin(
+        || {
+            let k = collect_done(ivars, n, indices, status, cmp, v);
+            (k > 0).then_some(k)
+        },
+        |t| report_pending(what, t, ivars, n, status, cmp, v),
+    )
+}
+
+/// Waits until every eligible `ivars[i] <cmp> value` (`nvshmem_wait_until_all`).
+///
+/// # Safety
+/// `ivars` holds `n` naturally aligned words; `status` is null or holds `n` ints.
+pub unsafe fn wait_until_all<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) {
+    wait_all(c"wait_until_all", ivars, n, status, cmp, Values::One(value))
+}
+
+/// Waits until some eligible `ivars[i] <cmp> value`; returns that `i` (the
+/// lowest), or `usize::MAX` when every element is excluded (`nvshmem_wait_until_any`).
+///
+/// # Safety
+/// As [`wait_until_all`].
+pub unsafe fn wait_until_any<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) -> usize {
+    wait_any(c"wait_until_any", ivars, n, status, cmp, Values::One(value))
+}
+
+/// Waits until at least one eligible `ivars[i] <cmp> value`; writes every
+/// such `i` (ascending) to `indices` and returns how many (0 when all are
+/// excluded) (`nvshmem_wait_until_some`).
+///
+/// # Safety
+/// As [`wait_until_all`]; `indices` has room for `n`.
+pub unsafe fn wait_until_some<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) -> usize {
+    wait_some(c"wait_until_some", ivars, n, indices, status, cmp, Values::One(value))
+}
+
+/// [`wait_until_all`] with a value per element (`nvshmem_wait_until_all_vector`).
+///
+/// # Safety
+/// As [`wait_until_all`]; `values` holds `n` words.
+pub unsafe fn wait_until_all_vector<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) {
+    wait_all(c"wait_until_all_vector", ivars, n, status, cmp, Values::Each(values))
+}
+
+/// [`wait_until_any`] with a value per element.
+///
+/// # Safety
+/// As [`wait_until_all_vector`].
+pub unsafe fn wait_until_any_vector<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) -> usize {
+    wait_any(c"wait_until_any_vector", ivars, n, status, cmp, Values::Each(values))
+}
+
+/// [`wait_until_some`] with a value per element.
+///
+/// # Safety
+/// As [`wait_until_all_vector`]; `indices` has room for `n`.
+pub unsafe fn wait_until_some_vector<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) -> usize {
+    wait_some(c"wait_until_some_vector", ivars, n, indices, status, cmp, Values::Each(values))
+}
+
+/// Whether every eligible `ivars[i] <cmp> value` holds now (`nvshmem_test_all`; true when all are excluded).
+///
+/// # Safety
+/// As [`wait_until_all`].
+pub unsafe fn test_all<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> bool {
+    test_all_of(ivars, n, status, cmp, Values::One(value))
+}
+
+/// The lowest eligible `i` whose condition holds now, or `usize::MAX` (`nvshmem_test_any`).
+///
+/// # Safety
+/// As [`wait_until_all`].
+pub unsafe fn test_any<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> usize {
+    test_any_of(ivars, n, status, cmp, Values::One(value))
+}
+
+/// Writes the eligible indices whose condition holds now to `indices`; returns how many (`nvshmem_test_some`).
+///
+/// # Safety
+/// As [`wait_until_some`].
+pub unsafe fn test_some<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    value: T,
+) -> usize {
+    test_some_of(ivars, n, indices, status, cmp, Values::One(value))
+}
+
+/// [`test_all`] with a value per element.
+///
+/// # Safety
+/// As [`wait_until_all_vector`].
+pub unsafe fn test_all_vector<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) -> bool {
+    test_all_of(ivars, n, status, cmp, Values::Each(values))
+}
+
+/// [`test_any`] with a value per element.
+///
+/// # Safety
+/// As [`wait_until_all_vector`].
+pub unsafe fn test_any_vector<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) -> usize {
+    test_any_of(ivars, n, status, cmp, Values::Each(values))
+}
+
+/// [`test_some`] with a value per element.
+///
+/// # Safety
+/// As [`wait_until_some_vector`].
+pub unsafe fn test_some_vector<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    values: *const T,
+) -> usize {
+    test_some_of(ivars, n, indices, status, cmp, Values::Each(values))
+}
+
+unsafe fn test_all_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) -> bool {
+    let ok = first_pending(ivars, n, status, cmp, v).is_none();
+    if ok {
+        ptx::fence_acq_rel_sys();
+    }
+    ok
+}
+
+unsafe fn test_any_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) -> usize {
+    match first_done(ivars, n, status, cmp, v) {
+        Some(i) => {
+            ptx::fence_acq_rel_sys();
+            i
+        }
+        None => usize::MAX,
+    }
+}
+
+unsafe fn test_some_of<T: AtomicWord>(
+    ivars: *const T,
+    n: usize,
+    indices: *mut usize,
+    status: *const i32,
+    cmp: Cmp,
+    v: Values<T>,
+) -> usize {
+    let k = collect_done(ivars, n, indices, status, cmp, v);
+    if k > 0 {
+        ptx::fence_acq_rel_sys();
+    }
+    k
 }

@@ -1,0 +1,243 @@
+//! Remote atomics (`nvshmem_atomic_*`) on `u32`, `u64`, `i32`, `i64`, plus
+//! float `atomic_add` (`f32`, `f64`).
+//!
+//! Each is one system-scope `atom`/`red` (PTX ISA 9.7.13.5 atom, 9.7.13.6 red)
+//! on the peer's address, `.relaxed`: like NVSHMEM's AMOs they are atomic with
+//! respect to other AMOs on the same word, and ordered with other operations
+//! only by `fence`/`quiet`/barriers. `atomic_fetch` is a `ld.relaxed.sys`,
+//! `atomic_set` a `st.relaxed.sys` (atomic at the word).
+
+use crate::rma::remote;
+use core::arch::asm;
+
+/// A word the remote atomics work on. Implemented for `u32`, `u64`, `i32`, `i64`.
+pub trait AtomicWord: bytemuck::Pod + PartialOrd {
+    /// `atom.add`, returns the old value.
+    unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
+    /// `red.add`.
+    unsafe fn add(p: *mut Self, v: Self);
+    /// `atom.and`, returns the old value.
+    unsafe fn fetch_and(p: *mut Self, v: Self) -> Self;
+    /// `atom.or`, returns the old value.
+    unsafe fn fetch_or(p: *mut Self, v: Self) -> Self;
+    /// `atom.xor`, returns the old value.
+    unsafe fn fetch_xor(p: *mut Self, v: Self) -> Self;
+    /// `atom.exch`, returns the old value.
+    unsafe fn swap(p: *mut Self, v: Self) -> Self;
+    /// `atom.cas`: stores `v` if the word equals `cond`; returns the old value.
+    unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self;
+    /// `ld.relaxed.sys`.
+    unsafe fn load(p: *const Self) -> Self;
+    /// `st.relaxed.sys`.
+    unsafe fn store(p: *mut Self, v: Self);
+    /// The value one.
+    const ONE: Self;
+}
+
+macro_rules! atomic_word {
+    ($t:ty, $reg:ident, $u:literal, $b:literal) => {
+        impl AtomicWord for $t {
+            const ONE: Self = 1;
+            #[inline(always)]
+            unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
+                let old: Self;
+                asm!(concat!("atom.relaxed.sys.global.add.", $u, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                old
+            }
+            #[inline(always)]
+            unsafe fn add(p: *mut Self, v: Self) {
+                asm!(concat!("red.relaxed.sys.global.add.", $u, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v);
+            }
+            #[inline(always)]
+            unsafe fn fetch_and(p: *mut Self, v: Self) -> Self {
+                let old: Self;
+                asm!(concat!("atom.relaxed.sys.global.and.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                old
+            }
+            #[inline(always)]
+            unsafe fn fetch_or(p: *mut Self, v: Self) -> Self {
+                let old: Self;
+                asm!(concat!("atom.relaxed.sys.global.or.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                old
+            }
+            #[inline(always)]
+            unsafe fn fetch_xor(p: *mut Self, v: Self) -> Self {
+                let old: Self;
+                asm!(concat!("atom.relaxed.sys.global.xor.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                old
+            }
+            #[inline(always)]
+            unsafe fn swap(p: *mut Self, v: Self) -> Self {
+                let old: Self;
+                asm!(concat!("atom.relaxed.sys.global.exch.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                old
+            }
+            #[inline(always)]
+            unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self {
+                let old: Self;
+                asm!(concat!("atom.relaxed.sys.global.cas.", $b, " {o}, [{p}], {c}, {v};"), o = out($reg) old, p = in(reg64) p, c = in($reg) cond, v = in($reg) v);
+                old
+            }
+            #[inline(always)]
+            unsafe fn load(p: *const Self) -> Self {
+                let v: Self;
+                asm!(concat!("ld.relaxed.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                v
+            }
+            #[inline(always)]
+            unsafe fn store(p: *mut Self, v: Self) {
+                asm!(concat!("st.relaxed.sys.global.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v);
+            }
+        }
+    };
+}
+
+// `atom.add` has no .s64: two's complement makes .u64 the same operation.
+atomic_word!(u32, reg32, "u32", "b32");
+atomic_word!(i32, reg32, "s32", "b32");
+atomic_word!(u64, reg64, "u64", "b64");
+atomic_word!(i64, reg64, "u64", "b64");
+
+#[inline(always)]
+unsafe fn target<T>(dest: *const T, pe: u32, call: &core::ffi::CStr) -> *mut T {
+    remote(dest.cast(), core::mem::size_of::<T>(), pe, call).cast()
+}
+
+macro_rules! fetch_op {
+    ($(#[$doc:meta])* $name:ident, $m:ident) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// `dest` is a naturally aligned symmetric address; `pe < n_pes()`.
+        #[inline(always)]
+        pub unsafe fn $name<T: AtomicWord>(dest: *mut T, value: T, pe: u32) -> T {
+            T::$m(target(dest, pe, c"atomic"), value)
+        }
+    };
+}
+
+fetch_op!(/// Adds `value` to `dest` on `pe`; returns the old value (`nvshmem_atomic_fetch_add`).
+    atomic_fetch_add, fetch_add);
+fetch_op!(/// Bitwise-ands `value` into `dest` on `pe`; returns the old value.
+    atomic_fetch_and, fetch_and);
+fetch_op!(/// Bitwise-ors `value` into `dest` on `pe`; returns the old value.
+    atomic_fetch_or, fetch_or);
+fetch_op!(/// Bitwise-xors `value` into `dest` on `pe`; returns the old value.
+    atomic_fetch_xor, fetch_xor);
+fetch_op!(/// Stores `value` in `dest` on `pe`; returns the old value (`nvshmem_atomic_swap`).
+    atomic_swap, swap);
+
+/// Adds `value` to `dest` on `pe`, no result (`nvshmem_atomic_add`; a `red`, no round trip).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_add<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
+    T::add(target(dest, pe, c"atomic_add"), value)
+}
+
+/// Bitwise-ands `value` into `dest` on `pe` (`nvshmem_atomic_and`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
+    T::fetch_and(target(dest, pe, c"atomic_and"), value);
+}
+
+/// Bitwise-ors `value` into `dest` on `pe` (`nvshmem_atomic_or`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
+    T::fetch_or(target(dest, pe, c"atomic_or"), value);
+}
+
+/// Bitwise-xors `value` into `dest` on `pe` (`nvshmem_atomic_xor`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_xor<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
+    T::fetch_xor(target(dest, pe, c"atomic_xor"), value);
+}
+
+/// Adds one to `dest` on `pe`; returns the old value (`nvshmem_atomic_fetch_inc`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_fetch_inc<T: AtomicWord>(dest: *mut T, pe: u32) -> T {
+    T::fetch_add(target(dest, pe, c"atomic_fetch_inc"), T::ONE)
+}
+
+/// Adds one to `dest` on `pe` (`nvshmem_atomic_inc`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_inc<T: AtomicWord>(dest: *mut T, pe: u32) {
+    T::add(target(dest, pe, c"atomic_inc"), T::ONE)
+}
+
+/// Stores `value` in `dest` on `pe` if it equals `cond`; returns the old
+/// value (`nvshmem_atomic_compare_swap`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T, pe: u32) -> T {
+    T::compare_swap(target(dest, pe, c"atomic_compare_swap"), cond, value)
+}
+
+/// Reads `src` on `pe` atomically (`nvshmem_atomic_fetch`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32) -> T {
+    T::load(target(src, pe, c"atomic_fetch"))
+}
+
+/// Writes `value` to `dest` on `pe` atomically (`nvshmem_atomic_set`).
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_set<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
+    T::store(target(dest, pe, c"atomic_set"), value)
+}
+
+/// A float the hardware adds atomically (`atom.add.f32`/`.f64`, sm_60+).
+pub trait AtomicFloat: bytemuck::Pod {
+    /// `atom.add`, returns the old value.
+    unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
+}
+
+impl AtomicFloat for f32 {
+    #[inline(always)]
+    unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
+        let old: f32;
+        asm!("atom.relaxed.sys.global.add.f32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+        old
+    }
+}
+
+impl AtomicFloat for f64 {
+    #[inline(always)]
+    unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
+        let old: f64;
+        asm!("atom.relaxed.sys.global.add.f64 {o}, [{p}], {v};", o = out(reg64) old, p = in(reg64) p, v = in(reg64) v);
+        old
+    }
+}
+
+/// Adds `value` to the float `dest` on `pe`; returns the old value.
+///
+/// # Safety
+/// As [`atomic_fetch_add`].
+#[inline(always)]
+pub unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value: T, pe: u32) -> T {
+    T::fetch_add(target(dest, pe, c"atomic_fetch_add_float"), value)
+}
