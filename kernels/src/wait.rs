@@ -20,9 +20,9 @@ use core::ffi::CStr;
 const POLLS_PER_CLOCK_READ: u32 = 64;
 
 /// Spins until `step` returns `Some`, then issues the acquire fence. After the
-/// timeout calls `report` (which prints and traps).
+/// timeout calls `report` (which prints; then the kernel traps).
 #[inline(always)]
-pub(crate) fn spin<R>(mut step: impl FnMut() -> Option<R>, report: impl Fn(u64) -> !) -> R {
+pub(crate) fn spin<R>(mut step: impl FnMut() -> Option<R>, report: impl Fn(u64)) -> R {
     if let Some(r) = step() {
         ptx::fence_acq_rel_sys();
         return r;
@@ -38,6 +38,7 @@ pub(crate) fn spin<R>(mut step: impl FnMut() -> Option<R>, report: impl Fn(u64) 
         n = n.wrapping_add(1);
         if timeout != 0 && n % POLLS_PER_CLOCK_READ == 0 && ptx::global_timer_ns().wrapping_sub(start) > timeout {
             report(timeout);
+            ptx::trap();
         }
     }
 }
