@@ -32,6 +32,7 @@ mod logging;
 mod module;
 mod peer;
 mod shmem;
+mod stream_ops;
 mod threads;
 
 pub use config::{parse_size, Config};
@@ -39,11 +40,12 @@ pub use cudarc;
 pub use cudarc::driver::LaunchConfig;
 pub use error::{Error, Result};
 pub use gpushmem_kernels::abi;
+pub use gpushmem_kernels::abi::{Cmp, SignalOp};
 pub use heap::{allocator::MIN_ALIGN, SymSlice};
 pub use launch::KernelArgs;
 pub use logging::init as init_logging;
 pub use module::{Kernel, Module};
-pub use shmem::Shmem;
+pub use shmem::{Shmem, BUILTIN_PTX};
 pub use threads::Threads;
 
 /// Whether a usable CUDA driver and GPU are present; `Err` says why not.

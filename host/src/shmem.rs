@@ -20,6 +20,8 @@ use std::sync::Arc;
 /// arguments; a mismatch is an [`Error::Mismatch`] on every PE.
 pub struct Shmem {
     config: Config,
+    /// The built-in kernels of the stream-ordered operations.
+    pub(crate) builtin: Module,
     device: usize,
     pes_on_device: usize,
     // Drop order matters: peers (unmapped) before heap (freed) before the context.
@@ -70,9 +72,20 @@ impl Shmem {
     ) -> Result<Shmem> {
         let r = Self::setup(bootstrap.as_ref(), &config, device, local_rank);
         match r {
-            Ok((ctx, stream, heap, peers, device)) => {
+            Ok((ctx, stream, heap, peers, device, builtin)) => {
                 let pes_on_device = peers.pes_on_device(bootstrap.rank());
-                let s = Shmem { config, device, pes_on_device, peers, heap, stream, ctx, bootstrap, finalized: false };
+                let s = Shmem {
+                    config,
+                    builtin,
+                    device,
+                    pes_on_device,
+                    peers,
+                    heap,
+                    stream,
+                    ctx,
+                    bootstrap,
+                    finalized: false,
+                };
                 log::debug!(
                     "PE {}/{}: device {}, heap {:#x}+{:#x}, {} PE(s) on this GPU",
                     s.my_pe(),
@@ -97,7 +110,7 @@ impl Shmem {
         config: &Config,
         device: Option<usize>,
         local_rank: usize,
-    ) -> Result<(Arc<CudaContext>, Arc<CudaStream>, Heap, PeerMap, usize)> {
+    ) -> Result<(Arc<CudaContext>, Arc<CudaStream>, Heap, PeerMap, usize, Module)> {
         let me = boot.rank();
         let n_dev = driver::device_count()?;
         let device = device.unwrap_or(local_rank % n_dev);
@@ -119,9 +132,12 @@ impl Shmem {
                 return Err(e);
             }
         };
+        // Before the barrier: module loading waits for running kernels (see `load_module`).
+        let state = make_state(boot, config, &heap, &peers);
+        let builtin = Module::load(&ctx, &stream, "gpushmem-builtin", BUILTIN_PTX, &state)?;
         boot.barrier()?;
         log::trace!("PE {me}: init complete");
-        Ok((ctx, stream, heap, peers, device))
+        Ok((ctx, stream, heap, peers, device, builtin))
     }
 
     /// This PE's number (`nvshmem_my_pe`).
@@ -161,19 +177,23 @@ impl Shmem {
 
     /// The device state this PE installs into every module it loads.
     pub fn device_state(&self) -> State {
-        State {
-            version: STATE_VERSION,
-            size: std::mem::size_of::<State>() as u32,
-            my_pe: self.my_pe() as u32,
-            n_pes: self.n_pes() as u32,
-            heap_base: self.heap.base,
-            heap_size: self.heap.size,
-            peer_bases: self.peers.table,
-            flags: if self.config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 },
-            reserved0: 0,
-            timeout_ns: self.config.device_timeout.map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
-            reserved: [0; 4],
+        make_state(self.bootstrap.as_ref(), &self.config, &self.heap, &self.peers)
+    }
+
+    /// Fails unless `pe` is a PE of this job.
+    pub(crate) fn check_pe(&self, pe: usize) -> Result<()> {
+        if pe < self.n_pes() {
+            Ok(())
+        } else {
+            Err(Error::BadPe { pe, n_pes: self.n_pes() })
         }
+    }
+
+    /// Checks that `[addr, addr + len)` is in this PE's heap and returns where PE `pe` has it.
+    pub(crate) fn peer_address(&self, addr: u64, len: u64, pe: usize) -> Result<u64> {
+        self.check_pe(pe)?;
+        self.heap.check_range(addr, len)?;
+        Ok(self.peers.bases[pe] + (addr - self.heap.base))
     }
 
     /// Each PE's heap base in this PE's address space (index = PE).
@@ -312,8 +332,22 @@ impl Shmem {
     /// # Safety
     /// `args` match the kernel's parameters; pointers in them are valid for what the kernel does.
     pub unsafe fn launch(&self, k: &Kernel, cfg: LaunchConfig, args: impl KernelArgs) -> Result<()> {
+        self.launch_on_stream(k, cfg, args, &self.stream)
+    }
+
+    /// Launches `k` on `stream` (a stream of this PE's context).
+    ///
+    /// # Safety
+    /// As [`Shmem::launch`].
+    pub unsafe fn launch_on_stream(
+        &self,
+        k: &Kernel,
+        cfg: LaunchConfig,
+        args: impl KernelArgs,
+        stream: &CudaStream,
+    ) -> Result<()> {
         self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
-        launch_on(self.stream.cu_stream(), k, cfg, &args)
+        launch_on(stream.cu_stream(), k, cfg, &args)
     }
 
     /// Launches a kernel that synchronizes with other blocks or PEs (barriers,
@@ -324,9 +358,8 @@ impl Shmem {
     /// # Safety
     /// As [`Shmem::launch`]; every PE launches its part.
     pub unsafe fn launch_collective(&self, k: &Kernel, cfg: LaunchConfig, args: impl KernelArgs) -> Result<()> {
-        self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
         check_co_resident(&self.ctx, k, &cfg, self.pes_on_device)?;
-        launch_on(self.stream.cu_stream(), k, cfg, &args)
+        self.launch(k, cfg, args)
     }
 
     /// Waits for this PE's stream. A kernel that trapped (a failed device
@@ -354,7 +387,27 @@ impl Shmem {
     }
 }
 
-fn check_len(call: &'static str, want: usize, got: usize) -> Result<()> {
+/// The built-in kernels' PTX (host/builtin, built by host/build.rs); public for tools that check PTX.
+pub const BUILTIN_PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BUILTIN_KERNELS"));
+
+fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMap) -> State {
+    State {
+        version: STATE_VERSION,
+        size: std::mem::size_of::<State>() as u32,
+        my_pe: boot.rank() as u32,
+        n_pes: boot.size() as u32,
+        heap_base: heap.base,
+        heap_size: heap.size,
+        peer_bases: peers.table,
+        flags: if config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 },
+        reserved0: 0,
+        timeout_ns: config.device_timeout.map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
+        reserved: [0; 4],
+    }
+}
+
+/// Fails unless a host slice has as many elements as the symmetric slice.
+pub(crate) fn check_len(call: &'static str, want: usize, got: usize) -> Result<()> {
     if want != got {
         return Err(Error::Config {
             name: call.into(),

@@ -86,6 +86,20 @@ impl Cmp {
         }
     }
 
+    /// The comparison with this code (as passed through kernel parameters), if any.
+    #[inline(always)]
+    pub fn from_u32(code: u32) -> Option<Cmp> {
+        Some(match code {
+            0 => Cmp::Eq,
+            1 => Cmp::Ne,
+            2 => Cmp::Gt,
+            3 => Cmp::Ge,
+            4 => Cmp::Lt,
+            5 => Cmp::Le,
+            _ => return None,
+        })
+    }
+
     /// The operator, for messages.
     pub fn symbol(self) -> &'static str {
         ["==", "!=", ">", ">=", "<", "<="][self as usize]
@@ -100,6 +114,18 @@ pub enum SignalOp {
     Set = 0,
     /// The value is added to the signal.
     Add = 1,
+}
+
+impl SignalOp {
+    /// The operation with this code (as passed through kernel parameters), if any.
+    #[inline(always)]
+    pub fn from_u32(code: u32) -> Option<SignalOp> {
+        match code {
+            0 => Some(SignalOp::Set),
+            1 => Some(SignalOp::Add),
+            _ => None,
+        }
+    }
 }
 
 /// Layout of the library's sync area at offset 0 of every heap.

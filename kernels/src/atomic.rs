@@ -16,6 +16,8 @@ pub trait AtomicWord: bytemuck::Pod + PartialOrd {
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
     /// `red.add`.
     unsafe fn add(p: *mut Self, v: Self);
+    /// `red.and` / `red.or` / `red.xor`: no result, no round trip.
+    unsafe fn red_bitwise(p: *mut Self, v: Self, op: Bitwise);
     /// `atom.and`, returns the old value.
     unsafe fn fetch_and(p: *mut Self, v: Self) -> Self;
     /// `atom.or`, returns the old value.
@@ -34,6 +36,17 @@ pub trait AtomicWord: bytemuck::Pod + PartialOrd {
     const ONE: Self;
 }
 
+/// The bitwise operation of [`AtomicWord::red_bitwise`].
+#[derive(Clone, Copy)]
+pub enum Bitwise {
+    /// `&`
+    And,
+    /// `|`
+    Or,
+    /// `^`
+    Xor,
+}
+
 macro_rules! atomic_word {
     ($t:ty, $reg:ident, $u:literal, $b:literal) => {
         impl AtomicWord for $t {
@@ -47,6 +60,14 @@ macro_rules! atomic_word {
             #[inline(always)]
             unsafe fn add(p: *mut Self, v: Self) {
                 asm!(concat!("red.relaxed.sys.global.add.", $u, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v);
+            }
+            #[inline(always)]
+            unsafe fn red_bitwise(p: *mut Self, v: Self, op: Bitwise) {
+                match op {
+                    Bitwise::And => asm!(concat!("red.relaxed.sys.global.and.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                    Bitwise::Or => asm!(concat!("red.relaxed.sys.global.or.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                    Bitwise::Xor => asm!(concat!("red.relaxed.sys.global.xor.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                }
             }
             #[inline(always)]
             unsafe fn fetch_and(p: *mut Self, v: Self) -> Self {
@@ -136,13 +157,13 @@ pub unsafe fn atomic_add<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
     T::add(target(dest, pe, c"atomic_add"), value)
 }
 
-/// Bitwise-ands `value` into `dest` on `pe` (`nvshmem_atomic_and`).
+/// Bitwise-ands `value` into `dest` on `pe` (`nvshmem_atomic_and`; a `red`, no round trip).
 ///
 /// # Safety
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::fetch_and(target(dest, pe, c"atomic_and"), value);
+    T::red_bitwise(target(dest, pe, c"atomic_and"), value, Bitwise::And)
 }
 
 /// Bitwise-ors `value` into `dest` on `pe` (`nvshmem_atomic_or`).
@@ -151,7 +172,7 @@ pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::fetch_or(target(dest, pe, c"atomic_or"), value);
+    T::red_bitwise(target(dest, pe, c"atomic_or"), value, Bitwise::Or)
 }
 
 /// Bitwise-xors `value` into `dest` on `pe` (`nvshmem_atomic_xor`).
@@ -160,7 +181,7 @@ pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_xor<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::fetch_xor(target(dest, pe, c"atomic_xor"), value);
+    T::red_bitwise(target(dest, pe, c"atomic_xor"), value, Bitwise::Xor)
 }
 
 /// Adds one to `dest` on `pe`; returns the old value (`nvshmem_atomic_fetch_inc`).

@@ -50,7 +50,7 @@ pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
 /// As [`signal_fetch`].
 #[inline(always)]
 pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
-    wait::wait_until(sig, cmp, value)
+    wait::wait_until_named(sig, cmp, value, c"signal_wait_until")
 }
 
 #[inline(always)]

@@ -45,15 +45,31 @@ pub(crate) fn spin<R>(mut step: impl FnMut() -> Option<R>, report: impl Fn(u64))
 
 #[cold]
 #[inline(never)]
-fn timed_out(what: &CStr, timeout: u64, addr: u64, cmp: &CStr, value: u64, seen: u64) -> ! {
-    debug::fail(
-        c"gpushmem: PE %llu: %s timed out after %llu ms waiting at 0x%llx for a value %s %lld (last seen %lld); a peer PE may have died or skipped the call\n",
-        &[state().my_pe as u64, what.as_ptr() as u64, timeout / 1_000_000, addr, cmp.as_ptr() as u64, value, seen],
-    )
+fn timed_out(what: &CStr, timeout: u64, addr: u64, cmp: &CStr, value: u64, seen: u64, signed: bool) -> ! {
+    let args =
+        [state().my_pe as u64, what.as_ptr() as u64, timeout / 1_000_000, addr, cmp.as_ptr() as u64, value, seen];
+    if signed {
+        debug::fail(
+            c"gpushmem: PE %llu: %s timed out after %llu ms waiting at 0x%llx for a value %s %lld (last seen %lld); a peer PE may have died or skipped the call\n",
+            &args,
+        )
+    } else {
+        debug::fail(
+            c"gpushmem: PE %llu: %s timed out after %llu ms waiting at 0x%llx for a value %s %llu (last seen %llu); a peer PE may have died or skipped the call\n",
+            &args,
+        )
+    }
 }
 
 fn cmp_cstr(c: Cmp) -> &'static CStr {
     [c"==", c"!=", c">", c">=", c"<", c"<="][c as usize]
+}
+
+/// Whether `T` is a signed type (its all-ones value compares below zero).
+#[inline(always)]
+fn is_signed<T: AtomicWord>() -> bool {
+    let ones: T = bytemuck::cast_slice::<u8, T>(&[0xFF; 8][..core::mem::size_of::<T>()])[0];
+    ones < T::zeroed()
 }
 
 /// Widens a word for a message (sign-extended for signed types).
@@ -84,7 +100,7 @@ pub unsafe fn wait_counter_reaches(addr: *const u64, target: u64, what: &CStr) -
             let v = ptx::ld_relaxed_sys_u64(addr);
             ((v.wrapping_sub(target) as i64) >= 0).then_some(v)
         },
-        |t| timed_out(what, t, addr as u64, c">=", target, ptx::ld_relaxed_sys_u64(addr)),
+        |t| timed_out(what, t, addr as u64, c">=", target, ptx::ld_relaxed_sys_u64(addr), false),
     )
 }
 
@@ -95,12 +111,18 @@ pub unsafe fn wait_counter_reaches(addr: *const u64, target: u64, what: &CStr) -
 /// `ivar` is a naturally aligned address in this PE's symmetric heap (or any global memory).
 #[inline(always)]
 pub unsafe fn wait_until<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> T {
+    wait_until_named(ivar, cmp, value, c"wait_until")
+}
+
+/// [`wait_until`] whose timeout message names the call `what`.
+#[inline(always)]
+pub(crate) unsafe fn wait_until_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T, what: &CStr) -> T {
     spin(
         || {
             let v = T::load(ivar);
             cmp.holds(v, value).then_some(v)
         },
-        |t| timed_out(c"wait_until", t, ivar as u64, cmp_cstr(cmp), wide(value), wide(T::load(ivar))),
+        |t| timed_out(what, t, ivar as u64, cmp_cstr(cmp), wide(value), wide(T::load(ivar)), is_signed::<T>()),
     )
 }
 
@@ -205,16 +227,22 @@ unsafe fn report_pending<T: AtomicWord>(
     v: Values<T>,
 ) -> ! {
     let i = (0..n).find(|&i| !excluded(status, i)).unwrap_or(0);
-    timed_out(what, t, ivars.add(i) as u64, cmp_cstr(cmp), wide(v.at(i)), wide(T::load(ivars.add(i))))
+    timed_out(what, t, ivars.add(i) as u64, cmp_cstr(cmp), wide(v.at(i)), wide(T::load(ivars.add(i))), is_signed::<T>())
 }
 
 unsafe fn wait_all<T: AtomicWord>(what: &CStr, ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) {
     spin(
         || first_pending(ivars, n, status, cmp, v).is_none().then_some(()),
         |t| match first_pending(ivars, n, status, cmp, v) {
-            Some(i) => {
-                timed_out(what, t, ivars.add(i) as u64, cmp_cstr(cmp), wide(v.at(i)), wide(T::load(ivars.add(i))))
-            }
+            Some(i) => timed_out(
+                what,
+                t,
+                ivars.add(i) as u64,
+                cmp_cstr(cmp),
+                wide(v.at(i)),
+                wide(T::load(ivars.add(i))),
+                is_signed::<T>(),
+            ),
             None => report_pending(what, t, ivars, n, status, cmp, v),
         },
     )

@@ -5,11 +5,15 @@
 //! With `GPUSHMEM_TEST_CHILD=<scenario>` the binary runs one scenario as a
 //! child process instead (process-mode PEs, traps that poison a context).
 
+mod atomic;
 mod common;
 mod errors;
 mod rma;
+mod signal;
 mod smoke;
+mod stream;
 mod sync;
+mod wait;
 
 use common::*;
 use libtest_mimic::{Arguments, Trial};
@@ -44,6 +48,7 @@ fn child_scenario(name: &str) -> ExitCode {
             Ok(())
         })()),
         "init_only" => report(gpushmem::Shmem::init().map(|_| ())),
+        "signal_wait_timeout" => report(signal::signal_wait_timeout_child()),
         "kill_pe1" => report((|| {
             let shmem = gpushmem::Shmem::init()?;
             if shmem.my_pe() == 1 {
@@ -98,6 +103,12 @@ fn gpu_tests() -> Vec<Trial> {
         Trial::test("errors::killed_pe_is_reported", errors::killed_pe_is_reported),
         Trial::test("sync::fence_orders_puts", sync::fence_orders_puts),
         Trial::test("sync::barrier_missing_is_detected", sync::barrier_missing_is_detected),
+        Trial::test("errors::signal_wait_times_out", signal::signal_wait_times_out),
+        Trial::test("atomic::fetch_add_contention", atomic::fetch_add_contention),
+        Trial::test("atomic::cas_lock_100k", atomic::cas_lock),
+        Trial::test("atomic::ops_results", atomic::ops_results),
+        Trial::test("wait::table_2pe", || wait::table(2, 1)),
+        Trial::test("wait::table_1pe_two_blocks", || wait::table(1, 0)),
     ];
     for n in [2usize, 4, 8] {
         t.push(Trial::test(format!("rma::ring_threads_{n}pe"), move || rma::ring(n)));
@@ -105,7 +116,16 @@ fn gpu_tests() -> Vec<Trial> {
         t.push(Trial::test(format!("sync::barrier_1000_rounds_{n}pe"), move || sync::barrier(n)));
     }
     for n in [2usize, 4] {
+        t.push(Trial::test(format!("stream::ordered_ops_{n}pe"), move || stream::stream_ordered_ops(n)));
+    }
+    for n in [2usize, 4] {
         t.push(Trial::test(format!("rma::ring_alltoall_processes_{n}pe"), move || errors::processes_ring_alltoall(n)));
+    }
+    for n in [2usize, 8] {
+        t.push(Trial::test(format!("signal::pipeline_{n}pe"), move || signal::pipeline(n)));
+    }
+    for n in [2usize, 4] {
+        t.push(Trial::test(format!("rma::strided_ring_{n}pe"), move || signal::strided_ring(n)));
     }
     t
 }

@@ -128,20 +128,69 @@ fn main() {
             &["ld.acquire"],
         ),
         golden("probe_ptr", &["GPUSHMEM_STATE"], &[]),
+        golden("probe_atomic_fetch_add_u64", &["atom.relaxed.sys.global.add.u64"], &["fence"]),
+        golden("probe_atomic_add_u32", &["red.relaxed.sys.global.add.u32"], &["atom.", "fence"]),
+        golden("probe_atomic_fetch_add_i32", &["atom.relaxed.sys.global.add.s32"], &["fence"]),
+        golden("probe_atomic_compare_swap_u64", &["atom.relaxed.sys.global.cas.b64"], &["fence"]),
+        golden("probe_atomic_swap_i32", &["atom.relaxed.sys.global.exch.b32"], &["fence"]),
+        golden("probe_atomic_fetch_and_u32", &["atom.relaxed.sys.global.and.b32"], &["fence"]),
+        golden("probe_atomic_fetch_or_u64", &["atom.relaxed.sys.global.or.b64"], &["fence"]),
+        golden("probe_atomic_fetch_xor_i64", &["atom.relaxed.sys.global.xor.b64"], &["fence"]),
+        golden("probe_atomic_fetch_u64", &["ld.relaxed.sys.global.b64"], &["ld.acquire", "fence"]),
+        golden("probe_atomic_set_u32", &["st.relaxed.sys.global.b32"], &["st.release", "fence"]),
+        golden("probe_atomic_set_u64", &["st.relaxed.sys.global.b64"], &["st.release", "fence"]),
+        golden("probe_atomic_fetch_add_f32", &["atom.relaxed.sys.global.add.f32"], &["fence"]),
+        golden("probe_atomic_fetch_add_f64", &["atom.relaxed.sys.global.add.f64"], &["fence"]),
+        golden("probe_signal_op_set", &["st.release.sys.global.u64"], &["red.", "fence"]),
+        golden("probe_signal_op_add", &["red.release.sys.global.add.u64"], &["st.release", "fence"]),
+        golden(
+            "probe_putmem_signal_block",
+            &["ld.global.v4.u32", "st.global.v4.u32", "barrier.sync 0;", "st.release.sys.global.u64"],
+            &["bar.sync", "red.release"],
+        ),
+        golden("probe_put_signal_nbi_add", &["st.global.v4.u32", "red.release.sys.global.add.u64"], &["barrier.sync"]),
+        golden(
+            "probe_signal_wait_until",
+            &["ld.relaxed.sys.global.b64", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
+            &["ld.acquire"],
+        ),
+        golden("probe_signal_fetch", &["ld.acquire.sys.global.u64"], &["%globaltimer"]),
+        golden(
+            "probe_wait_until_i32",
+            &["ld.relaxed.sys.global.b32", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
+            &["ld.acquire"],
+        ),
+        golden("probe_test_u64", &["ld.relaxed.sys.global.b64", "fence.acq_rel.sys;"], &["%globaltimer", "trap;"]),
+        golden("probe_test_any_u32", &["ld.relaxed.sys.global.b32", "fence.acq_rel.sys;"], &["%globaltimer", "trap;"]),
+        golden(
+            "probe_wait_until_all_u64",
+            &["ld.relaxed.sys.global.b64", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
+            &["ld.acquire"],
+        ),
+        golden("probe_iput_block", &["barrier.sync 0;"], &["fence"]),
     ];
     let ptxas = gpushmem_build::find_ptxas();
     let in_ci = std::env::var_os("CI").is_some();
-    let assemble = Trial::test("ptxas_assembles_every_kernel_for_sm_90", move || match &ptxas {
-        Some(p) => {
+    // Every PTX the workspace builds: the test kernels, the examples', the host's built-in kernels.
+    let all: [(&str, &str); 3] = [
+        ("test-kernels", PTX),
+        ("ring-kernels", include_str!(env!("GPUSHMEM_PTX_RING_KERNELS"))),
+        ("builtin-kernels", gpushmem::BUILTIN_PTX),
+    ];
+    let assemble = Trial::test("ptxas_assembles_every_kernel_for_sm_90", move || {
+        let Some(p) = &ptxas else {
+            return Err("ptxas not found (set GPUSHMEM_PTXAS or put it on PATH; .ci/run installs it)".into());
+        };
+        for (name, text) in all {
             // The embedded text, so the test also runs where the build tree is not (a staged binary).
-            let file = std::env::temp_dir().join(format!("gpushmem-ptx-test-{}.ptx", std::process::id()));
-            std::fs::write(&file, PTX).map_err(|e| format!("writing {}: {e}", file.display()))?;
-            let r = gpushmem_build::assemble(p, &file, "sm_90").map(|_| ()).map_err(|e| e.to_string().into());
+            let file = std::env::temp_dir().join(format!("gpushmem-{name}-{}.ptx", std::process::id()));
+            std::fs::write(&file, text).map_err(|e| format!("writing {}: {e}", file.display()))?;
+            let r = gpushmem_build::assemble(p, &file, "sm_90");
             let _ = std::fs::remove_file(file.with_extension("sm_90.cubin"));
             let _ = std::fs::remove_file(&file);
-            r
+            r.map_err(|e| format!("{name}: {e}"))?;
         }
-        None => Err("ptxas not found (set GPUSHMEM_PTXAS or put it on PATH; .ci/run installs it)".into()),
+        Ok(())
     });
     if gpushmem_build::find_ptxas().is_none() && !in_ci {
         println!("note: ptxas not found (GPUSHMEM_PTXAS / PATH): the assemble test is ignored; under CI it fails");

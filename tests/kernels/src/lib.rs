@@ -3,6 +3,7 @@
 #![feature(abi_ptx, stdarch_nvptx)]
 #![allow(clippy::missing_safety_doc)]
 
+mod p2p;
 mod probes;
 
 use core::arch::nvptx::*;
@@ -157,7 +158,14 @@ pub unsafe extern "ptx-kernel" fn barrier_rounds(buf: *mut u64, rounds: u32, err
 /// then flag = i, for i in 1..=iters; PE 1 waits for each flag value and checks
 /// that every data word is >= it. Mismatches counted in `errors[0]` on PE 1.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn fence_mp(data: *mut u64, flag: *mut u64, words: u32, iters: u32, errors: *mut u32, use_fence: u32) {
+pub unsafe extern "ptx-kernel" fn fence_mp(
+    data: *mut u64,
+    flag: *mut u64,
+    words: u32,
+    iters: u32,
+    errors: *mut u32,
+    use_fence: u32,
+) {
     if _thread_idx_x() != 0 {
         return;
     }

@@ -52,3 +52,173 @@ pub unsafe extern "ptx-kernel" fn probe_wait(flag: *mut u64, v: u64) {
 pub unsafe extern "ptx-kernel" fn probe_ptr(sym: *mut u64, pe: u32, out: *mut u64) {
     *out = shmem::ptr(sym, pe) as u64;
 }
+
+// Signals, atomics, waits (the device API of issue 4). Runtime operands
+// (kernel parameters) keep each operation from being folded away.
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_add_u64(dest: *mut u64, v: u64, pe: u32, out: *mut u64) {
+    *out = shmem::atomic_fetch_add(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_add_u32(dest: *mut u32, v: u32, pe: u32) {
+    shmem::atomic_add(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_add_i32(dest: *mut i32, v: i32, pe: u32, out: *mut i32) {
+    *out = shmem::atomic_fetch_add(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_compare_swap_u64(
+    dest: *mut u64,
+    cond: u64,
+    v: u64,
+    pe: u32,
+    out: *mut u64,
+) {
+    *out = shmem::atomic_compare_swap(dest, cond, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_swap_i32(dest: *mut i32, v: i32, pe: u32, out: *mut i32) {
+    *out = shmem::atomic_swap(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_and_u32(dest: *mut u32, v: u32, pe: u32, out: *mut u32) {
+    *out = shmem::atomic_fetch_and(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_or_u64(dest: *mut u64, v: u64, pe: u32, out: *mut u64) {
+    *out = shmem::atomic_fetch_or(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_xor_i64(dest: *mut i64, v: i64, pe: u32, out: *mut i64) {
+    *out = shmem::atomic_fetch_xor(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_u64(src: *mut u64, pe: u32, out: *mut u64) {
+    *out = shmem::atomic_fetch(src, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_set_u32(dest: *mut u32, v: u32, pe: u32) {
+    shmem::atomic_set(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_set_u64(dest: *mut u64, v: u64, pe: u32) {
+    shmem::atomic_set(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_add_f32(dest: *mut f32, v: f32, pe: u32, out: *mut f32) {
+    *out = shmem::atomic_fetch_add_float(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_atomic_fetch_add_f64(dest: *mut f64, v: f64, pe: u32, out: *mut f64) {
+    *out = shmem::atomic_fetch_add_float(dest, v, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_signal_op_set(sig: *mut u64, v: u64, pe: u32) {
+    shmem::signal_op(sig, v, shmem::SignalOp::Set, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_signal_op_add(sig: *mut u64, v: u64, pe: u32) {
+    shmem::signal_op(sig, v, shmem::SignalOp::Add, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_putmem_signal_block(
+    dest: *mut u8,
+    src: *const u8,
+    n: u64,
+    sig: *mut u64,
+    v: u64,
+    pe: u32,
+) {
+    shmem::putmem_signal_block(dest, src, n as usize, sig, v, shmem::SignalOp::Set, pe);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_put_signal_nbi_add(
+    dest: *mut u64,
+    src: *const u64,
+    n: u64,
+    sig: *mut u64,
+    v: u64,
+    pe: u32,
+) {
+    shmem::put_signal_nbi(dest, src, n as usize, sig, v, shmem::SignalOp::Add, pe);
+}
+
+/// The comparison with code `c` (runtime, so no branch of the wait is folded away).
+#[inline(always)]
+fn cmp_of(c: u32) -> shmem::Cmp {
+    use shmem::Cmp::*;
+    [Eq, Ne, Gt, Ge, Lt, Le][(c as usize).min(5)]
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_signal_wait_until(sig: *mut u64, cmp: u32, v: u64, out: *mut u64) {
+    *out = shmem::signal_wait_until(sig, cmp_of(cmp), v);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_signal_fetch(sig: *mut u64, out: *mut u64) {
+    *out = shmem::signal_fetch(sig);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_wait_until_i32(ivar: *mut i32, cmp: u32, v: i32, out: *mut i32) {
+    *out = shmem::wait_until(ivar, cmp_of(cmp), v);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_test_u64(ivar: *mut u64, cmp: u32, v: u64, out: *mut u32) {
+    *out = shmem::test(ivar, cmp_of(cmp), v) as u32;
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_test_any_u32(
+    ivars: *mut u32,
+    n: u64,
+    status: *const i32,
+    cmp: u32,
+    v: u32,
+    out: *mut u64,
+) {
+    *out = shmem::test_any(ivars, n as usize, status, cmp_of(cmp), v) as u64;
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_wait_until_all_u64(
+    ivars: *mut u64,
+    n: u64,
+    status: *const i32,
+    cmp: u32,
+    v: u64,
+) {
+    shmem::wait_until_all(ivars, n as usize, status, cmp_of(cmp), v);
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_iput_block(
+    dest: *mut u32,
+    src: *const u32,
+    dst: i64,
+    sst: i64,
+    n: u64,
+    pe: u32,
+) {
+    shmem::iput_block(dest, src, dst as isize, sst as isize, n as usize, pe);
+}
