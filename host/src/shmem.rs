@@ -38,8 +38,12 @@ impl Shmem {
     /// `gpushmem-run`, `mpirun` or `srun` (see [`LaunchEnv`]), else as a
     /// job of one PE. Settings come from the environment ([`Config::from_env`]).
     pub fn init() -> Result<Shmem> {
+        Self::init_with_config(Config::from_env()?)
+    }
+
+    /// [`Shmem::init`] with the given settings instead of the environment's.
+    pub fn init_with_config(config: Config) -> Result<Shmem> {
         crate::logging::init();
-        let config = Config::from_env()?;
         match LaunchEnv::from_env()? {
             Some(env) => {
                 log::debug!(

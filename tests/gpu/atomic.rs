@@ -11,7 +11,9 @@ use std::time::Instant;
 
 /// A type the contention kernels are built for; values are small integers
 /// (or halves), exact as `f64`.
-pub trait Val: bytemuck::Pod + DeviceRepr + std::fmt::Debug + Send + Sync {
+pub trait Val:
+    bytemuck::Pod + DeviceRepr + std::fmt::Debug + Send + Sync + serde::Serialize + serde::de::DeserializeOwned
+{
     fn f(self) -> f64;
 }
 
@@ -170,6 +172,8 @@ pub trait OpWord:
     + std::ops::BitAnd<Output = Self>
     + std::ops::BitOr<Output = Self>
     + std::ops::BitXor<Output = Self>
+    + serde::Serialize
+    + serde::de::DeserializeOwned
 {
     const ONE: Self;
     fn wadd(self, o: Self) -> Self;

@@ -17,13 +17,42 @@ pub fn config(heap: u64) -> Config {
     }
 }
 
-/// Runs `f` on `n` PEs as threads and turns any error into a test failure.
-pub fn threads<T: Send>(
+/// Set in the PE processes of a test's process-mode variant (see `main.rs`).
+pub const IN_JOB: &str = "GPUSHMEM_TEST_IN_JOB";
+
+/// Runs `f` on `n` PEs and returns every PE's result, in PE order; any error is a test failure.
+///
+/// Normally the PEs are threads of this process. In a process-mode variant
+/// (`IN_JOB` set, one process per PE under gpushmem-run) this process is one
+/// PE: it runs `f` once and gathers the other PEs' results through the
+/// bootstrap, so the test's checks run unchanged in every process.
+pub fn threads<T>(
     n: usize,
     heap: u64,
     f: impl Fn(&Shmem) -> gpushmem::Result<T> + Sync,
-) -> Result<Vec<T>, libtest_mimic::Failed> {
+) -> Result<Vec<T>, libtest_mimic::Failed>
+where
+    T: Send + serde::Serialize + serde::de::DeserializeOwned,
+{
+    if std::env::var_os(IN_JOB).is_some() {
+        return in_job(n, heap, f).map_err(|e| format!("{n} PEs (processes): {e}").into());
+    }
     Threads::new(n).config(config(heap)).run(f).map_err(|e| format!("{n} PEs: {e}").into())
+}
+
+fn in_job<T>(n: usize, heap: u64, f: impl Fn(&Shmem) -> gpushmem::Result<T>) -> Result<Vec<T>, String>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let shmem = Shmem::init_with_config(config(heap)).map_err(|e| e.to_string())?;
+    if shmem.n_pes() != n {
+        return Err(format!("the test wants {n} PEs, the job has {}", shmem.n_pes()));
+    }
+    let mine = f(&shmem).map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(&mine).map_err(|e| e.to_string())?;
+    let all = shmem.bootstrap().allgather(&bytes).map_err(|e| e.to_string())?;
+    shmem.finalize().map_err(|e| e.to_string())?;
+    all.iter().map(|b| serde_json::from_slice(b).map_err(|e| format!("a PE's result: {e}"))).collect()
 }
 
 /// The test kernels, loaded into this PE.

@@ -234,3 +234,15 @@ pub fn processes_ring_alltoall(n: usize) -> TestResult {
     println!("  {n} processes: passed in {took:.1?}");
     Ok(())
 }
+
+/// Runs the test `name` with `n` PE processes through gpushmem-run (each process is one PE of it).
+pub fn run_test_in_processes(name: &str, n: usize) -> TestResult {
+    let scenario = format!("run-test:{name}");
+    let (ok, text, took) = launch_processes(n, &scenario, &[(IN_JOB, "1")], Duration::from_secs(150))?;
+    if !ok {
+        return Err(format!("{name} with {n} processes failed:\n{text}").into());
+    }
+    let figures: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).take(2).collect();
+    println!("  {name}, {n} processes, {took:.1?}: {}", figures.join(" | ").trim());
+    Ok(())
+}

@@ -83,6 +83,22 @@ fn child_scenario(name: &str) -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        other if other.starts_with("run-test:") => {
+            let want = &other["run-test:".len()..];
+            match gpu_tests().into_iter().find(|(n, _)| n == want) {
+                Some((_, f)) => match f() {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        println!("FAILED: {want}: {}", e.message().unwrap_or("(no message)"));
+                        ExitCode::from(1)
+                    }
+                },
+                None => {
+                    eprintln!("no test named {want:?}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         other => {
             eprintln!("unknown GPUSHMEM_TEST_CHILD scenario {other:?}");
             ExitCode::from(2)
@@ -90,42 +106,79 @@ fn child_scenario(name: &str) -> ExitCode {
     }
 }
 
-fn gpu_tests() -> Vec<Trial> {
+/// A test: its name and its body.
+type Test = (String, std::sync::Arc<dyn Fn() -> TestResult + Send + Sync>);
+
+fn test(name: impl Into<String>, f: impl Fn() -> TestResult + Send + Sync + 'static) -> Test {
+    (name.into(), std::sync::Arc::new(f))
+}
+
+/// Tests that also run with one process per PE (their PE count), through
+/// gpushmem-run: the same body, each process being one PE (see `common::threads`).
+const PROCESS_VARIANTS: &[(&str, usize)] = &[
+    ("signal::pipeline_2pe", 2),
+    ("atomic::fetch_add_contention", 4),
+    ("atomic::cas_lock_100k", 4),
+    ("atomic::ops_results", 2),
+    ("wait::table_2pe", 2),
+    ("stream::ordered_ops_2pe", 2),
+    ("stream::ordered_ops_4pe", 4),
+    ("rma::strided_ring_2pe", 2),
+    ("rma::strided_ring_4pe", 4),
+    ("sync::barrier_1000_rounds_2pe", 2),
+    ("sync::barrier_1000_rounds_4pe", 4),
+];
+
+fn gpu_tests() -> Vec<Test> {
     let mut t = vec![
-        Trial::test("smoke::pattern_roundtrip", smoke::smoke_pattern),
-        Trial::test("smoke::state_installed", smoke::state_installed),
-        Trial::test("errors::host_bad_inputs", errors::host_bad_inputs),
-        Trial::test("errors::device_pe_check_traps", errors::device_pe_check_traps),
-        Trial::test("errors::device_heap_check_traps", errors::device_heap_check_traps),
-        Trial::test("errors::device_wait_times_out", errors::device_wait_times_out),
-        Trial::test("lifecycle::init_finalize_100_cycles", smoke::init_finalize_cycles),
-        Trial::test("errors::bootstrap_missing_pe", errors::bootstrap_missing_pe),
-        Trial::test("errors::killed_pe_is_reported", errors::killed_pe_is_reported),
-        Trial::test("sync::fence_orders_puts", sync::fence_orders_puts),
-        Trial::test("sync::barrier_missing_is_detected", sync::barrier_missing_is_detected),
-        Trial::test("errors::signal_wait_times_out", signal::signal_wait_times_out),
-        Trial::test("atomic::fetch_add_contention", atomic::fetch_add_contention),
-        Trial::test("atomic::cas_lock_100k", atomic::cas_lock),
-        Trial::test("atomic::ops_results", atomic::ops_results),
-        Trial::test("wait::table_2pe", || wait::table(2, 1)),
-        Trial::test("wait::table_1pe_two_blocks", || wait::table(1, 0)),
+        test("smoke::pattern_roundtrip", smoke::smoke_pattern),
+        test("smoke::state_installed", smoke::state_installed),
+        test("errors::host_bad_inputs", errors::host_bad_inputs),
+        test("errors::device_pe_check_traps", errors::device_pe_check_traps),
+        test("errors::device_heap_check_traps", errors::device_heap_check_traps),
+        test("errors::device_wait_times_out", errors::device_wait_times_out),
+        test("lifecycle::init_finalize_100_cycles", smoke::init_finalize_cycles),
+        test("errors::bootstrap_missing_pe", errors::bootstrap_missing_pe),
+        test("errors::killed_pe_is_reported", errors::killed_pe_is_reported),
+        test("sync::fence_orders_puts", sync::fence_orders_puts),
+        test("sync::barrier_missing_is_detected", sync::barrier_missing_is_detected),
+        test("errors::signal_wait_times_out", signal::signal_wait_times_out),
+        test("atomic::fetch_add_contention", atomic::fetch_add_contention),
+        test("atomic::cas_lock_100k", atomic::cas_lock),
+        test("atomic::ops_results", atomic::ops_results),
+        test("wait::table_2pe", || wait::table(2, 1)),
+        test("wait::table_1pe_two_blocks", || wait::table(1, 0)),
     ];
     for n in [2usize, 4, 8] {
-        t.push(Trial::test(format!("rma::ring_threads_{n}pe"), move || rma::ring(n)));
-        t.push(Trial::test(format!("rma::alltoall_threads_{n}pe"), move || rma::alltoall(n)));
-        t.push(Trial::test(format!("sync::barrier_1000_rounds_{n}pe"), move || sync::barrier(n)));
+        t.push(test(format!("rma::ring_threads_{n}pe"), move || rma::ring(n)));
+        t.push(test(format!("rma::alltoall_threads_{n}pe"), move || rma::alltoall(n)));
+        t.push(test(format!("sync::barrier_1000_rounds_{n}pe"), move || sync::barrier(n)));
     }
     for n in [2usize, 4] {
-        t.push(Trial::test(format!("stream::ordered_ops_{n}pe"), move || stream::stream_ordered_ops(n)));
+        t.push(test(format!("stream::ordered_ops_{n}pe"), move || stream::stream_ordered_ops(n)));
     }
     for n in [2usize, 4] {
-        t.push(Trial::test(format!("rma::ring_alltoall_processes_{n}pe"), move || errors::processes_ring_alltoall(n)));
+        t.push(test(format!("rma::ring_alltoall_processes_{n}pe"), move || errors::processes_ring_alltoall(n)));
     }
     for n in [2usize, 8] {
-        t.push(Trial::test(format!("signal::pipeline_{n}pe"), move || signal::pipeline(n)));
+        t.push(test(format!("signal::pipeline_{n}pe"), move || signal::pipeline(n)));
     }
     for n in [2usize, 4] {
-        t.push(Trial::test(format!("rma::strided_ring_{n}pe"), move || signal::strided_ring(n)));
+        t.push(test(format!("rma::strided_ring_{n}pe"), move || signal::strided_ring(n)));
+    }
+    t
+}
+
+/// Every test as a trial, then the process-mode variants.
+fn trials() -> Vec<Trial> {
+    let tests = gpu_tests();
+    for (name, _) in PROCESS_VARIANTS {
+        // Checked on every run (CPU machines too): a variant must name a test.
+        assert!(tests.iter().any(|(n, _)| n == name), "PROCESS_VARIANTS names no test {name:?}");
+    }
+    let mut t: Vec<Trial> = tests.into_iter().map(|(name, f)| Trial::test(name, move || f())).collect();
+    for &(name, n) in PROCESS_VARIANTS {
+        t.push(Trial::test(format!("{name}::as_{n}_processes"), move || errors::run_test_in_processes(name, n)));
     }
     t
 }
@@ -141,11 +194,11 @@ fn main() -> ExitCode {
         Ok(n) => {
             println!("GPU tests: {n} CUDA device(s) found");
             let _ = seed();
-            gpu_tests()
+            trials()
         }
         Err(e) => {
             println!("GPU tests ignored: {e}");
-            gpu_tests().into_iter().map(|t| t.with_kind("needs GPU").with_ignored_flag(true)).collect()
+            trials().into_iter().map(|t| t.with_kind("needs GPU").with_ignored_flag(true)).collect()
         }
     };
     libtest_mimic::run(&args, tests).exit_code()
