@@ -1,0 +1,49 @@
+//! A toolchain without the nvptx components is refused with the exact
+//! `rustup component add …` command (checked against a fake rustc).
+
+use std::os::unix::fs::PermissionsExt;
+
+fn fake_rustc(dir: &std::path::Path, sysroot: &std::path::Path) -> std::path::PathBuf {
+    let rustc = dir.join("rustc");
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --print ]; then echo {}; else echo 'host: x86_64-unknown-linux-gnu'; fi\n",
+        sysroot.display()
+    );
+    std::fs::write(&rustc, script).unwrap();
+    std::fs::set_permissions(&rustc, std::fs::Permissions::from_mode(0o755)).unwrap();
+    rustc
+}
+
+#[test]
+fn missing_components_name_the_rustup_command() {
+    let dir = std::env::temp_dir().join(format!("gpushmem-build-test-{}", std::process::id()));
+    let sysroot = dir.join("toolchains/fake");
+    std::fs::create_dir_all(&sysroot).unwrap();
+    let rustc = fake_rustc(&dir, &sysroot);
+    let err = gpushmem_build::check_components(&rustc).unwrap_err().to_string();
+    assert!(err.contains("rust-src"), "{err}");
+    assert!(err.contains("rustup component add rust-src"), "{err}");
+
+    // With rust-src present, the next missing one is named.
+    let core = sysroot.join("lib/rustlib/src/rust/library/core");
+    std::fs::create_dir_all(&core).unwrap();
+    std::fs::write(core.join("Cargo.toml"), "").unwrap();
+    let err = gpushmem_build::check_components(&rustc).unwrap_err().to_string();
+    assert!(err.contains("rustup component add llvm-tools"), "{err}");
+
+    let bin = sysroot.join("lib/rustlib/x86_64-unknown-linux-gnu/bin");
+    std::fs::create_dir_all(bin.join("self-contained")).unwrap();
+    std::fs::write(bin.join("llvm-link"), "").unwrap();
+    let err = gpushmem_build::check_components(&rustc).unwrap_err().to_string();
+    assert!(err.contains("rustup component add llvm-bitcode-linker"), "{err}");
+
+    std::fs::write(bin.join("self-contained/llvm-bitcode-linker"), "").unwrap();
+    gpushmem_build::check_components(&rustc).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_missing_kernel_crate_is_a_clear_error() {
+    let err = gpushmem_build::Builder::new("/nonexistent/kernels").build().unwrap_err().to_string();
+    assert!(err.contains("no kernel crate at /nonexistent/kernels/Cargo.toml"), "{err}");
+}
