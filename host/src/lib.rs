@@ -33,6 +33,7 @@ mod module;
 mod peer;
 mod shmem;
 mod stream_ops;
+mod team;
 mod threads;
 
 pub use config::{parse_size, Config};
@@ -46,6 +47,7 @@ pub use launch::KernelArgs;
 pub use logging::init as init_logging;
 pub use module::{Kernel, Module};
 pub use shmem::{Shmem, BUILTIN_PTX};
+pub use team::Team;
 pub use threads::Threads;
 
 /// Whether a usable CUDA driver and GPU are present; `Err` says why not.

@@ -6,6 +6,7 @@ use crate::heap::{Heap, SymSlice};
 use crate::launch::{check_co_resident, launch_on, KernelArgs};
 use crate::module::{Kernel, Module};
 use crate::peer::PeerMap;
+use crate::team::TeamTable;
 use crate::{driver, Config, Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig};
 use gpushmem_kernels::abi::{State, FLAG_DEBUG_CHECKS, STATE_VERSION};
@@ -24,9 +25,10 @@ pub struct Shmem {
     pub(crate) builtin: Module,
     device: usize,
     pes_on_device: usize,
+    pub(crate) teams: TeamTable,
     // Drop order matters: peers (unmapped) before heap (freed) before the context.
     peers: PeerMap,
-    heap: Heap,
+    pub(crate) heap: Heap,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     bootstrap: Box<dyn Bootstrap>,
@@ -74,19 +76,19 @@ impl Shmem {
         device: Option<usize>,
         local_rank: usize,
     ) -> Result<Shmem> {
-        let r = Self::setup(bootstrap.as_ref(), &config, device, local_rank);
-        match r {
-            Ok((ctx, stream, heap, peers, device, builtin)) => {
-                let pes_on_device = peers.pes_on_device(bootstrap.rank());
+        match Self::setup(bootstrap.as_ref(), &config, device, local_rank) {
+            Ok(p) => {
+                let pes_on_device = p.peers.pes_on_device(bootstrap.rank());
                 let s = Shmem {
                     config,
-                    builtin,
-                    device,
+                    builtin: p.builtin,
+                    device: p.device,
                     pes_on_device,
-                    peers,
-                    heap,
-                    stream,
-                    ctx,
+                    teams: p.teams,
+                    peers: p.peers,
+                    heap: p.heap,
+                    stream: p.stream,
+                    ctx: p.ctx,
                     bootstrap,
                     finalized: false,
                 };
@@ -108,13 +110,9 @@ impl Shmem {
         }
     }
 
-    #[allow(clippy::type_complexity)]
-    fn setup(
-        boot: &dyn Bootstrap,
-        config: &Config,
-        device: Option<usize>,
-        local_rank: usize,
-    ) -> Result<(Arc<CudaContext>, Arc<CudaStream>, Heap, PeerMap, usize, Module)> {
+    /// Context, stream, heap, peers, teams and the built-in module, in that
+    /// order; on an error what was made so far is released by its `Drop`.
+    fn setup(boot: &dyn Bootstrap, config: &Config, device: Option<usize>, local_rank: usize) -> Result<Parts> {
         let me = boot.rank();
         let n_dev = driver::device_count()?;
         let device = device.unwrap_or(local_rank % n_dev);
@@ -127,21 +125,15 @@ impl Shmem {
         }
         let ctx = CudaContext::new(device).cuda(format!("creating the context on device {device}"))?;
         let stream = ctx.new_stream().cuda("cuStreamCreate")?;
-        let heap = Heap::new(config.heap_size, stream.cu_stream())?;
-        let peers = match PeerMap::build(boot, &ctx, &stream, device, &heap) {
-            Ok(p) => p,
-            Err(e) => {
-                // SAFETY: no peer has mapped it (the exchange failed).
-                let _ = unsafe { driver::mem_free(heap.base) };
-                return Err(e);
-            }
-        };
+        let heap = Heap::new(&ctx, config.heap_size, stream.cu_stream())?;
+        let peers = PeerMap::build(boot, &ctx, &stream, device, &heap)?;
+        let teams = TeamTable::new(&ctx, &stream, me, boot.size())?;
         // Before the barrier: module loading waits for running kernels (see `load_module`).
-        let state = make_state(boot, config, &heap, &peers);
+        let state = make_state(boot, config, &heap, &peers, &teams);
         let builtin = Module::load(&ctx, &stream, "gpushmem-builtin", BUILTIN_PTX, &state)?;
         boot.barrier()?;
         log::trace!("PE {me}: init complete");
-        Ok((ctx, stream, heap, peers, device, builtin))
+        Ok(Parts { ctx, stream, heap, peers, teams, device, builtin })
     }
 
     /// This PE's number (`nvshmem_my_pe`).
@@ -181,7 +173,7 @@ impl Shmem {
 
     /// The device state this PE installs into every module it loads.
     pub fn device_state(&self) -> State {
-        make_state(self.bootstrap.as_ref(), &self.config, &self.heap, &self.peers)
+        make_state(self.bootstrap.as_ref(), &self.config, &self.heap, &self.peers, &self.teams)
     }
 
     /// Fails unless `pe` is a PE of this job.
@@ -206,7 +198,7 @@ impl Shmem {
     }
 
     /// Checks that every PE made the same collective call with the same arguments.
-    fn agree(&self, call: &'static str, args: &[u64]) -> Result<()> {
+    pub(crate) fn agree(&self, call: &'static str, args: &[u64]) -> Result<()> {
         let mine: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
         let all = self.bootstrap.allgather(&mine)?;
         if all.iter().any(|a| a != &mine) {
@@ -391,10 +383,21 @@ impl Shmem {
     }
 }
 
+/// What `setup` makes.
+struct Parts {
+    builtin: Module,
+    teams: TeamTable,
+    peers: PeerMap,
+    heap: Heap,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    device: usize,
+}
+
 /// The built-in kernels' PTX (host/builtin, built by host/build.rs); public for tools that check PTX.
 pub const BUILTIN_PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BUILTIN_KERNELS"));
 
-fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMap) -> State {
+fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMap, teams: &TeamTable) -> State {
     State {
         version: STATE_VERSION,
         size: std::mem::size_of::<State>() as u32,
@@ -406,7 +409,8 @@ fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMa
         flags: if config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 },
         reserved0: 0,
         timeout_ns: config.device_timeout.map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
-        reserved: [0; 4],
+        teams: teams.table,
+        reserved: [0; 3],
     }
 }
 
@@ -430,12 +434,7 @@ impl Drop for Shmem {
                 log::warn!("PE {}: finalize on drop: {e}", self.my_pe());
             }
         }
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: every PE has passed the final barrier (or failed); nobody uses the heap.
-        if let Err(e) = unsafe { driver::mem_free(self.heap.base) } {
-            log::warn!("PE {}: freeing the symmetric heap: {e}", self.my_pe());
-        }
-        // `peers` drops after this body (fields drop in declaration order) — it
-        // unmaps peer heaps; the order is harmless since neither uses the other.
+        // Then the fields drop in declaration order: the built-in module, the
+        // team table, the peer mappings, the heap (freed), the stream, the context.
     }
 }

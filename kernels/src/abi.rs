@@ -8,7 +8,7 @@
 use bytemuck::{Pod, Zeroable};
 
 /// Version of [`State`]'s layout; bump on any change.
-pub const STATE_VERSION: u32 = 1;
+pub const STATE_VERSION: u32 = 2;
 
 /// Name of the device-state global in every kernel module.
 pub const STATE_SYMBOL: &str = "GPUSHMEM_STATE";
@@ -16,12 +16,18 @@ pub const STATE_SYMBOL: &str = "GPUSHMEM_STATE";
 /// [`State::flags`] bit: check PE numbers and heap bounds in every call, trap with a message.
 pub const FLAG_DEBUG_CHECKS: u32 = 1;
 
-/// Bytes at the start of every PE's heap that the library keeps for itself
-/// ([`SyncArea`] and room to grow); user allocations start after it.
-pub const RESERVED_HEAP_BYTES: u64 = 64 * 1024;
-
-/// Largest number of PEs the reserved sync area has slots for.
+/// Largest number of PEs a team's sync slot has flags for.
 pub const MAX_PES: u32 = 4096;
+
+/// Number of team slots (the world team is slot 0); `team_split_*` fails when all are in use.
+pub const MAX_TEAMS: u32 = 32;
+
+/// Bytes of one team's sync slot in the heap: see [`sync_area`].
+pub const TEAM_SLOT_BYTES: u64 = (sync_area::BARRIER_FLAGS + 8 * MAX_PES as u64).next_multiple_of(256);
+
+/// Bytes at the start of every PE's heap that the library keeps for itself
+/// (the team sync slots, [`sync_area`]); user allocations start after it.
+pub const RESERVED_HEAP_BYTES: u64 = 2 << 20;
 
 /// The per-PE device state.
 #[repr(C)]
@@ -49,8 +55,52 @@ pub struct State {
     pub reserved0: u32,
     /// Bounded waits trap after this many nanoseconds without progress; 0 waits forever.
     pub timeout_ns: u64,
+    /// Device address of this PE's `[TeamDesc; MAX_TEAMS]` table.
+    pub teams: u64,
     /// Reserved for later versions, zero.
-    pub reserved: [u64; 4],
+    pub reserved: [u64; 3],
+}
+
+/// One team as one PE sees it (entry `t` of the table at [`State::teams`];
+/// a kernel names a team by its slot `t`). Slot 0 is the world team.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct TeamDesc {
+    /// World PE of team member 0.
+    pub start: u32,
+    /// World-PE distance between consecutive members.
+    pub stride: u32,
+    /// Members; 0 for an unused slot.
+    pub size: u32,
+    /// This PE's index in the team, or [`NOT_A_MEMBER`].
+    pub my_index: u32,
+}
+
+/// [`TeamDesc::my_index`] of a PE outside the team.
+pub const NOT_A_MEMBER: u32 = u32::MAX;
+
+impl TeamDesc {
+    /// World PE of member `i`.
+    #[inline(always)]
+    pub fn world_pe(&self, i: u32) -> u32 {
+        self.start + i * self.stride
+    }
+
+    /// Member index of world PE `pe`, if it is a member.
+    #[inline(always)]
+    pub fn index_of(&self, pe: u32) -> Option<u32> {
+        if self.size == 0 || pe < self.start || !(pe - self.start).is_multiple_of(self.stride.max(1)) {
+            return None;
+        }
+        let i = (pe - self.start) / self.stride.max(1);
+        (i < self.size).then_some(i)
+    }
+
+    /// Heap offset of this team's sync slot, for slot `t`.
+    #[inline(always)]
+    pub fn slot_offset(t: u32) -> u64 {
+        t as u64 * TEAM_SLOT_BYTES
+    }
 }
 
 /// Comparison of a waited-on word with a value (`NVSHMEM_CMP_*`): shared by
@@ -128,25 +178,29 @@ impl SignalOp {
     }
 }
 
-/// Layout of the library's sync area at offset 0 of every heap.
+/// Layout of one team's sync slot (slot `t` at heap offset `t * TEAM_SLOT_BYTES`;
+/// the world team's is slot 0).
 ///
-/// `barrier_flags[j]` on PE i is written only by PE j with the sequence number
-/// of the barrier it arrived at; sequence numbers only grow, so no slot ever
-/// needs resetting (no reset race between back-to-back barriers).
+/// `barrier_flags[j]` on a member is written only by member j with the
+/// sequence number of the barrier it arrived at; sequence numbers only grow,
+/// so no flag needs resetting between back-to-back barriers (no reset race).
+/// The host zeroes a slot when it gives it to a new team.
 pub mod sync_area {
     /// Offset of this PE's own barrier sequence counter (u64, written only locally).
     pub const BARRIER_SEQ: u64 = 0;
-    /// Offset of `barrier_flags: [u64; MAX_PES]` (own cache line).
+    /// Offset of `barrier_flags: [u64; team size]` (own cache line).
     pub const BARRIER_FLAGS: u64 = 128;
 }
 
 const _: () = {
     assert!(core::mem::size_of::<State>() == 88);
+    assert!(core::mem::offset_of!(State, teams) == 56);
+    assert!(core::mem::size_of::<TeamDesc>() == 16);
+    assert!(MAX_TEAMS as u64 * TEAM_SLOT_BYTES <= RESERVED_HEAP_BYTES);
     assert!(core::mem::align_of::<State>() == 8);
     assert!(core::mem::offset_of!(State, heap_base) == 16);
     assert!(core::mem::offset_of!(State, peer_bases) == 32);
     assert!(core::mem::offset_of!(State, timeout_ns) == 48);
-    assert!(sync_area::BARRIER_FLAGS + 8 * MAX_PES as u64 <= RESERVED_HEAP_BYTES);
 };
 
 impl State {
@@ -163,6 +217,7 @@ impl State {
         flags: 0,
         reserved0: 0,
         timeout_ns: 0,
-        reserved: [0; 4],
+        teams: 0,
+        reserved: [0; 3],
     };
 }

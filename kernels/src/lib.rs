@@ -12,7 +12,10 @@
 //! - `rma` — `p`/`g`, `put`/`get`, `put_nbi`/`get_nbi` and the byte (`putmem`) forms, each
 //!   with `_warp` and `_block` variants.
 //! - `sync` — `fence`, `quiet`, `barrier_all`, `sync_all`.
+//! - `team` — `Team`, `TEAM_WORLD`, `team_my_pe`, `team_n_pes`, `team_translate_pe`.
 //! - `signal` — `put_signal(_nbi)` (thread/warp/block), `signal_op`, `signal_fetch`, `signal_wait_until`.
+//! - `collective` — `broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter` over a team.
+//! - [`reduce`] — reduction operators and element types (`F16`, `Bf16`), shared with the host.
 //! - `atomic` — remote atomics on `u32`/`u64`/`i32`/`i64` (and float add).
 //! - `wait` — `wait_until*`/`test*` on local symmetric memory, and the bounded
 //!   spin every wait uses (traps with a message after the state's timeout).
@@ -36,9 +39,12 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+pub mod reduce;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;
+#[cfg(target_arch = "nvptx64")]
+pub mod collective;
 #[cfg(target_arch = "nvptx64")]
 mod copy;
 #[cfg(target_arch = "nvptx64")]
@@ -56,16 +62,21 @@ pub mod signal;
 #[cfg(target_arch = "nvptx64")]
 pub mod sync;
 #[cfg(target_arch = "nvptx64")]
+pub mod team;
+#[cfg(target_arch = "nvptx64")]
 pub mod wait;
 
 #[cfg(target_arch = "nvptx64")]
 pub use {
     abi::{Cmp, SignalOp},
     atomic::*,
+    collective::*,
     pe::*,
+    reduce::{Bf16, ReduceOp, Reducible, F16},
     rma::*,
     signal::*,
     sync::*,
+    team::*,
     wait::{
         test, test_all, test_all_vector, test_any, test_any_vector, test_some, test_some_vector, wait_until,
         wait_until_all, wait_until_all_vector, wait_until_any, wait_until_any_vector, wait_until_some,

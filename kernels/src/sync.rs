@@ -1,18 +1,21 @@
-//! Ordering and synchronization: `fence`, `quiet`, `barrier_all`, `sync_all`.
+//! Ordering and synchronization: `fence`, `quiet`, `barrier_all`, `sync_all`,
+//! and their team forms `barrier(team)`, `team_sync(team)`.
 //!
 //! `barrier_all`/`sync_all` (one-round all-to-all): each PE writes its new
-//! barrier sequence number into its own slot of every PE's flag array (sync
-//! area of the heap, written only by that PE, numbers only grow: no reset
-//! race), then waits until every slot of its own array has reached it.
-//! Cost: n_pes remote stores and n_pes local polls per PE, one NVLink
-//! latency; the `_block` form spreads both over the block's threads.
+//! barrier sequence number into its own slot of every member's flag array
+//! (the team's sync slot in the heap, written only by that PE, numbers only
+//! grow: no reset race), then waits until every slot of its own array has
+//! reached it. Cost: team-size remote stores and local polls per PE, one
+//! NVLink latency; the `_block` form spreads both over the block's threads.
 //! At most one thread (thread form) or one block (`_block`) per PE may be in
 //! a barrier at a time, as in NVSHMEM.
 
-use crate::abi::sync_area;
+use crate::abi::{sync_area, TeamDesc};
 use crate::group::Group;
 use crate::pe::peer_address;
+use crate::team::{member_desc, Team, TEAM_WORLD};
 use crate::{debug, ptx, state, wait};
+use core::ffi::CStr;
 
 /// Orders this thread's earlier puts, AMOs and memory stores to each PE
 /// before its later ones to the same PE (`nvshmem_fence`): `fence.acq_rel.sys`.
@@ -49,40 +52,78 @@ pub fn quiet_block() {
     quiet_group(Group::block());
 }
 
-fn sync_all_group(g: Group, complete: bool) {
-    debug::check_installed(c"barrier_all/sync_all");
+pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr) {
+    debug::check_installed(call);
     let s = state();
+    let d = member_desc(team, call);
     g.sync();
-    let seq_ptr = (s.heap_base + sync_area::BARRIER_SEQ) as *mut u64;
+    let slot = s.heap_base + TeamDesc::slot_offset(team.0);
+    let seq_ptr = (slot + sync_area::BARRIER_SEQ) as *mut u64;
     if g.is_leader() {
         if complete {
             ptx::fence_sc_sys();
         } else {
             ptx::fence_acq_rel_sys();
         }
-        // SAFETY: the seq word is in this PE's sync area, touched only by the barrier's leader.
+        // SAFETY: the seq word is in this PE's slot, touched only by the barrier's leader.
         unsafe { seq_ptr.write_volatile(seq_ptr.read_volatile() + 1) };
     }
     g.sync();
     // SAFETY: written by the leader before the group sync above.
     let seq = unsafe { seq_ptr.read_volatile() };
-    let flags = (s.heap_base + sync_area::BARRIER_FLAGS) as *mut u64;
-    let mut pe = g.rank as u32;
-    while pe < s.n_pes {
-        // SAFETY: slot `my_pe` of `pe`'s flag array; sync area is in every heap.
+    let flags = (slot + sync_area::BARRIER_FLAGS) as *mut u64;
+    let mut i = g.rank as u32;
+    while i < d.size {
+        // SAFETY: flag `my_index` of member i's slot; every heap has the slot.
         unsafe {
-            let slot = peer_address(flags.add(s.my_pe as usize), pe);
-            ptx::st_release_sys_u64(slot, seq);
+            let remote = peer_address(flags.add(d.my_index as usize), d.world_pe(i));
+            ptx::st_release_sys_u64(remote, seq);
         }
-        pe += g.size as u32;
+        i += g.size as u32;
     }
-    let mut pe = g.rank as u32;
-    while pe < s.n_pes {
+    let mut i = g.rank as u32;
+    while i < d.size {
         // SAFETY: own flag array.
-        unsafe { wait::wait_counter_reaches(flags.add(pe as usize), seq, c"barrier_all") };
-        pe += g.size as u32;
+        unsafe { wait::wait_counter_reaches(flags.add(i as usize), seq, call) };
+        i += g.size as u32;
     }
     g.sync();
+}
+
+fn sync_all_group(g: Group, complete: bool) {
+    team_sync_group(TEAM_WORLD, g, complete, c"barrier_all")
+}
+
+/// Completes this thread's earlier operations, then every member of `team`
+/// arrives before any leaves (`nvshmem_barrier`). One thread per member calls it.
+pub fn barrier(team: Team) {
+    team_sync_group(team, Group::thread(), true, c"barrier")
+}
+
+/// [`barrier`] for a block (`nvshmemx_barrier_block`).
+pub fn barrier_block(team: Team) {
+    team_sync_group(team, Group::block(), true, c"barrier_block")
+}
+
+/// [`barrier`] for a warp (`nvshmemx_barrier_warp`).
+pub fn barrier_warp(team: Team) {
+    team_sync_group(team, Group::warp(), true, c"barrier_warp")
+}
+
+/// Every member of `team` arrives before any leaves; orders but does not
+/// complete earlier operations (`nvshmem_team_sync`).
+pub fn team_sync(team: Team) {
+    team_sync_group(team, Group::thread(), false, c"team_sync")
+}
+
+/// [`team_sync`] for a block (`nvshmemx_team_sync_block`).
+pub fn team_sync_block(team: Team) {
+    team_sync_group(team, Group::block(), false, c"team_sync_block")
+}
+
+/// [`team_sync`] for a warp (`nvshmemx_team_sync_warp`).
+pub fn team_sync_warp(team: Team) {
+    team_sync_group(team, Group::warp(), false, c"team_sync_warp")
 }
 
 /// All PEs arrive before any leaves, after completing this thread's earlier

@@ -63,16 +63,31 @@ impl<T> SymSlice<T> {
     }
 }
 
-/// One PE's heap memory and its allocator.
+/// One PE's heap memory and its allocator; freed on drop.
 pub(crate) struct Heap {
     pub base: u64,
     pub size: u64,
     pub alloc: Mutex<Allocator>,
+    ctx: std::sync::Arc<cudarc::driver::CudaContext>,
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: every PE has passed the final barrier (or failed); nobody uses the heap.
+        if let Err(e) = unsafe { driver::mem_free(self.base) } {
+            log::warn!("freeing the symmetric heap: {e}");
+        }
+    }
 }
 
 impl Heap {
     /// Allocates and zeroes (on `stream`) `size` bytes of device memory in the current context.
-    pub fn new(size: u64, stream: cudarc::driver::sys::CUstream) -> Result<Heap> {
+    pub fn new(
+        ctx: &std::sync::Arc<cudarc::driver::CudaContext>,
+        size: u64,
+        stream: cudarc::driver::sys::CUstream,
+    ) -> Result<Heap> {
         if size <= RESERVED_HEAP_BYTES {
             return Err(Error::Config {
                 name: "GPUSHMEM_SYMMETRIC_SIZE".into(),
@@ -96,7 +111,7 @@ impl Heap {
             let _ = unsafe { driver::mem_free(base) };
             return Err(e);
         }
-        Ok(Heap { base, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)) })
+        Ok(Heap { base, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)), ctx: ctx.clone() })
     }
 
     /// Fails unless `[addr, addr + len)` is inside this heap.

@@ -222,3 +222,24 @@ pub unsafe extern "ptx-kernel" fn probe_iput_block(
 ) {
     shmem::iput_block(dest, src, dst as isize, sst as isize, n as usize, pe);
 }
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_team_barrier(team: u32) {
+    shmem::barrier(shmem::Team(team));
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_reduce_block_f32(team: u32, dest: *mut f32, src: *const f32, n: u64, op: u32) {
+    shmem::reduce_block(
+        shmem::Team(team),
+        dest,
+        src,
+        n as usize,
+        shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
+    );
+}
+
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_fcollect_warp(team: u32, dest: *mut u8, src: *const u8, n: u64) {
+    shmem::fcollect_warp(shmem::Team(team), dest, src, n as usize);
+}

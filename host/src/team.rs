@@ -1,0 +1,247 @@
+//! Teams: subsets of PEs `start, start + stride, …` of a parent team
+//! (`nvshmem_team_split_strided`, `nvshmem_team_split_2d`).
+//!
+//! **Differs from NVSHMEM:** creating and destroying a team is collective
+//! over *all* PEs (not only the parent's), and every PE gets a handle —
+//! a non-member's reports `my_pe() == None`. That keeps the choice of team
+//! slot (and so of its sync words in the heap) the same on every PE with no
+//! extra agreement, at the cost of involving PEs outside the parent.
+//!
+//! Each team owns one of [`MAX_TEAMS`] sync slots at the start of the heap
+//! (slot 0 is the world team); a new team's slot is zeroed on every PE
+//! before any PE returns from the split.
+
+use crate::error::CudaContext as _;
+use crate::{driver, Error, Result, Shmem};
+use cudarc::driver::{CudaContext, CudaStream};
+use gpushmem_kernels::abi::{TeamDesc, MAX_TEAMS, NOT_A_MEMBER, TEAM_SLOT_BYTES};
+use std::sync::{Arc, Mutex};
+
+/// A team of PEs, as the host holds it. Pass [`Team::handle`] to kernels
+/// (the device's `Team(handle)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Team {
+    slot: u32,
+    desc: TeamDesc,
+}
+
+impl Team {
+    /// The kernel argument that names this team on the device.
+    pub fn handle(&self) -> u32 {
+        self.slot
+    }
+
+    /// Number of PEs in the team (`nvshmem_team_n_pes`).
+    pub fn n_pes(&self) -> usize {
+        self.desc.size as usize
+    }
+
+    /// This PE's number in the team, `None` if it is not a member (`nvshmem_team_my_pe`).
+    pub fn my_pe(&self) -> Option<usize> {
+        (self.desc.my_index != NOT_A_MEMBER).then_some(self.desc.my_index as usize)
+    }
+
+    /// The world PE of team member `i`.
+    pub fn world_pe(&self, i: usize) -> Option<usize> {
+        (i < self.n_pes()).then(|| self.desc.world_pe(i as u32) as usize)
+    }
+
+    /// The number in `dest` of this team's member `pe` (`nvshmem_team_translate_pe`).
+    pub fn translate_pe(&self, pe: usize, dest: &Team) -> Option<usize> {
+        self.world_pe(pe).and_then(|w| dest.desc.index_of(w as u32)).map(|i| i as usize)
+    }
+}
+
+/// The team slots of one PE: the host's copy and the device table.
+pub(crate) struct TeamTable {
+    /// Device address of `[TeamDesc; MAX_TEAMS]`.
+    pub table: u64,
+    descs: Mutex<[TeamDesc; MAX_TEAMS as usize]>,
+    ctx: Arc<CudaContext>,
+}
+
+const UNUSED: TeamDesc = TeamDesc { start: 0, stride: 0, size: 0, my_index: NOT_A_MEMBER };
+
+impl TeamTable {
+    /// The table with the world team in slot 0.
+    pub fn new(ctx: &Arc<CudaContext>, stream: &CudaStream, my_pe: usize, n_pes: usize) -> Result<TeamTable> {
+        let mut descs = [UNUSED; MAX_TEAMS as usize];
+        descs[0] = TeamDesc { start: 0, stride: 1, size: n_pes as u32, my_index: my_pe as u32 };
+        let table = driver::mem_alloc((MAX_TEAMS as usize * std::mem::size_of::<TeamDesc>()) as u64)?;
+        let t = TeamTable { table, descs: Mutex::new(descs), ctx: ctx.clone() };
+        // SAFETY: `table` holds MAX_TEAMS descriptors.
+        unsafe { driver::copy_htod(stream.cu_stream(), table, bytemuck::cast_slice::<TeamDesc, u8>(&descs)) }?;
+        Ok(t)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, [TeamDesc; MAX_TEAMS as usize]> {
+        self.descs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for TeamTable {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: allocated in `new`; no kernel runs any more.
+        let _ = unsafe { driver::mem_free(self.table) };
+    }
+}
+
+/// The world-PE layout of a new team and this PE's place in it.
+fn child_desc(parent: &TeamDesc, start: u32, stride: u32, size: u32, my_pe: u32) -> TeamDesc {
+    let mut d =
+        TeamDesc { start: parent.world_pe(start), stride: parent.stride * stride, size, my_index: NOT_A_MEMBER };
+    if let Some(i) = d.index_of(my_pe) {
+        d.my_index = i;
+    }
+    d
+}
+
+impl Shmem {
+    /// All PEs (`NVSHMEM_TEAM_WORLD`).
+    pub fn team_world(&self) -> Team {
+        Team { slot: 0, desc: self.teams.lock()[0] }
+    }
+
+    fn check_team(&self, t: &Team, call: &str) -> Result<TeamDesc> {
+        let d = self.teams.lock().get(t.slot as usize).copied().unwrap_or(UNUSED);
+        if d.size == 0 || d != t.desc {
+            return Err(Error::Config {
+                name: call.into(),
+                value: format!("team slot {}", t.slot),
+                why: "not a live team of this PE (destroyed, or from another job)".into(),
+            });
+        }
+        Ok(d)
+    }
+
+    /// Gives `descs[k]` (this PE's view of each new team) the lowest free slots,
+    /// zeroes their sync words, installs them on the device; collective.
+    fn install_teams(&self, descs: &[TeamDesc]) -> Result<Vec<Team>> {
+        let slots: Vec<u32> = {
+            let table = self.teams.lock();
+            let free: Vec<u32> = (1..MAX_TEAMS).filter(|&s| table[s as usize].size == 0).take(descs.len()).collect();
+            if free.len() < descs.len() {
+                return Err(Error::Config {
+                    name: "team_split".into(),
+                    value: format!("{} new team(s)", descs.len()),
+                    why: format!("all {MAX_TEAMS} team slots are in use: destroy teams that are no longer needed"),
+                });
+            }
+            free
+        };
+        let stream = self.stream().cu_stream();
+        self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
+        for (&slot, d) in slots.iter().zip(descs) {
+            // SAFETY: the slot lies in the reserved start of this PE's heap.
+            unsafe { driver::zero(stream, self.heap.base + TeamDesc::slot_offset(slot), TEAM_SLOT_BYTES) }?;
+            let at = self.teams.table + slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
+            // SAFETY: entry `slot` of the device table.
+            unsafe { driver::copy_htod(stream, at, bytemuck::bytes_of(d)) }?;
+            self.teams.lock()[slot as usize] = *d;
+        }
+        // Nobody uses a new team before every PE has zeroed its slot.
+        self.bootstrap().barrier()?;
+        Ok(slots.into_iter().zip(descs).map(|(slot, &desc)| Team { slot, desc }).collect())
+    }
+
+    /// Collective over all PEs: the team of `parent`'s members `start, start
+    /// + stride, …` (`size` of them) (`nvshmem_team_split_strided`). Every PE
+    /// gets the handle; non-members' report `my_pe() == None`. Errors: bad
+    /// range, PEs passing different arguments, no free team slot.
+    pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
+        let p = self.check_team(parent, "team_split_strided")?;
+        let bad = |why: String| Error::Config {
+            name: "team_split_strided".into(),
+            value: format!("start {start}, stride {stride}, size {size} of a team of {}", p.size),
+            why,
+        };
+        if size == 0 || stride == 0 {
+            return Err(bad("size and stride must be at least 1".into()));
+        }
+        if start + (size - 1) * stride >= p.size as usize {
+            return Err(bad("the last member would be outside the parent team".into()));
+        }
+        self.agree("team_split_strided", &[parent.slot as u64, start as u64, stride as u64, size as u64])?;
+        let d = child_desc(&p, start as u32, stride as u32, size as u32, self.my_pe() as u32);
+        Ok(self.install_teams(&[d])?.remove(0))
+    }
+
+    /// Collective over all PEs: splits `parent` into rows of `xrange`
+    /// consecutive members (the x team) and the columns across them (the y
+    /// team) (`nvshmem_team_split_2d`); returns (x, y) as this PE sees them.
+    /// `xrange` larger than the parent is clamped to it.
+    pub fn team_split_2d(&self, parent: &Team, xrange: usize) -> Result<(Team, Team)> {
+        let p = self.check_team(parent, "team_split_2d")?;
+        if xrange == 0 {
+            return Err(Error::Config {
+                name: "team_split_2d".into(),
+                value: "xrange 0".into(),
+                why: "must be at least 1".into(),
+            });
+        }
+        self.agree("team_split_2d", &[parent.slot as u64, xrange as u64])?;
+        let n = p.size;
+        let x = (xrange as u32).min(n);
+        let me = self.my_pe() as u32;
+        let (xd, yd) = match p.index_of(me) {
+            Some(i) => {
+                let row = i / x * x;
+                let col = i % x;
+                (child_desc(&p, row, 1, x.min(n - row), me), child_desc(&p, col, x, (n - col).div_ceil(x), me))
+            }
+            // Outside the parent: member of neither; a size of 1 keeps the slot marked in use.
+            None => (TeamDesc { size: 1, stride: 1, ..UNUSED }, TeamDesc { size: 1, stride: 1, ..UNUSED }),
+        };
+        let t = self.install_teams(&[xd, yd])?;
+        Ok((t[0], t[1]))
+    }
+
+    /// Collective over all PEs: frees `team`'s slot (`nvshmem_team_destroy`).
+    /// No kernel may use it afterwards. The world team cannot be destroyed.
+    pub fn team_destroy(&self, team: Team) -> Result<()> {
+        self.check_team(&team, "team_destroy")?;
+        if team.slot == 0 {
+            return Err(Error::Config {
+                name: "team_destroy".into(),
+                value: "TEAM_WORLD".into(),
+                why: "the world team cannot be destroyed".into(),
+            });
+        }
+        self.agree("team_destroy", &[team.slot as u64])?;
+        let stream = self.stream().cu_stream();
+        self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
+        let at = self.teams.table + team.slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
+        // SAFETY: entry `slot` of the device table.
+        unsafe { driver::copy_htod(stream, at, bytemuck::bytes_of(&UNUSED)) }?;
+        self.teams.lock()[team.slot as usize] = UNUSED;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn world(n: u32, me: u32) -> TeamDesc {
+        TeamDesc { start: 0, stride: 1, size: n, my_index: me }
+    }
+
+    #[test]
+    fn strided_layout_and_translation() {
+        // Odd PEs of 8: 1, 3, 5, 7.
+        let d = child_desc(&world(8, 5), 1, 2, 4, 5);
+        assert_eq!((d.start, d.stride, d.size, d.my_index), (1, 2, 4, 2));
+        assert_eq!(child_desc(&world(8, 4), 1, 2, 4, 4).my_index, NOT_A_MEMBER);
+        // A team of a team: members 1 and 3 of the odd team = world 3 and 7.
+        let dd = child_desc(&d, 1, 2, 2, 7);
+        assert_eq!((dd.start, dd.stride, dd.size, dd.my_index), (3, 4, 2, 1));
+        let odd = Team { slot: 1, desc: d };
+        let sub = Team { slot: 2, desc: dd };
+        assert_eq!(odd.translate_pe(1, &sub), Some(0));
+        assert_eq!(odd.translate_pe(0, &sub), None);
+        assert_eq!(sub.translate_pe(1, &odd), Some(3));
+        assert_eq!(odd.world_pe(3), Some(7));
+        assert_eq!(odd.world_pe(4), None);
+    }
+}

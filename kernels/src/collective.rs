@@ -1,0 +1,217 @@
+//! Device collectives over a team, in thread, `_warp` and `_block` forms
+//! (every thread of the group calls; one group per member PE).
+//!
+//! Algorithm, chosen for NVLink/same-GPU loads and stores: **sync, then pull,
+//! then sync**. The first `team_sync` makes sure every member has entered
+//! (its source written, its destination free); each member then *reads* what
+//! it needs straight from the other members' source buffers with vector loads
+//! (no staging, no extra copies); the closing `team_sync` makes sure nobody
+//! reuses a source that another member is still reading. Cost per call: two
+//! team syncs (each one NVLink latency) plus the data: broadcast reads
+//! `nbytes` from the root; fcollect/alltoall read `(n-1)·nbytes`; reduce reads
+//! `n·nbytes` and combines in a fixed member order, so every member gets the
+//! bitwise-same result (floats included); reducescatter reads `n·nbytes/n`
+//! per member's share.
+//!
+//! Guarantees on return: `dest` holds the result for every thread of the
+//! group; `source` may be reused. `dest` must not overlap `source` (debug
+//! checks trap if it does). `root` and all PE numbers are team-relative.
+
+use crate::copy::copy_bytes;
+use crate::group::Group;
+use crate::reduce::{ReduceOp, Reducible};
+use crate::rma::remote;
+use crate::sync::team_sync_group;
+use crate::team::{member_desc, Team};
+use crate::{abi, debug, state};
+use core::ffi::CStr;
+
+#[inline(always)]
+fn check_no_overlap(dest: *const u8, db: usize, src: *const u8, sb: usize, call: &CStr) {
+    if state().flags & abi::FLAG_DEBUG_CHECKS != 0 {
+        let (d, s) = (dest as usize, src as usize);
+        if d < s + sb && s < d + db {
+            debug::fail(
+                c"gpushmem: %s: dest 0x%llx overlaps source 0x%llx\n",
+                &[call.as_ptr() as u64, d as u64, s as u64],
+            );
+        }
+    }
+}
+
+#[inline(always)]
+unsafe fn broadcast_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, root: u32, g: Group, call: &CStr) {
+    let d = member_desc(team, call);
+    check_no_overlap(dest, bytes, src, bytes, call);
+    team_sync_group(team, g, false, call);
+    copy_bytes(dest, remote(src, bytes, d.world_pe(root), call), bytes, g);
+    team_sync_group(team, g, false, call);
+}
+
+#[inline(always)]
+unsafe fn fcollect_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, g: Group, call: &CStr) {
+    let d = member_desc(team, call);
+    check_no_overlap(dest, bytes * d.size as usize, src, bytes, call);
+    team_sync_group(team, g, false, call);
+    for k in 0..d.size {
+        // Start at the next member so the members do not all read the same one first.
+        let m = (d.my_index + 1 + k) % d.size;
+        copy_bytes(dest.add(m as usize * bytes), remote(src, bytes, d.world_pe(m), call), bytes, g);
+    }
+    team_sync_group(team, g, false, call);
+}
+
+#[inline(always)]
+unsafe fn alltoall_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, g: Group, call: &CStr) {
+    let d = member_desc(team, call);
+    let n = d.size as usize;
+    check_no_overlap(dest, bytes * n, src, bytes * n, call);
+    team_sync_group(team, g, false, call);
+    for k in 0..d.size {
+        let m = (d.my_index + 1 + k) % d.size;
+        let theirs = src.add(d.my_index as usize * bytes);
+        copy_bytes(dest.add(m as usize * bytes), remote(theirs, bytes, d.world_pe(m), call), bytes, g);
+    }
+    team_sync_group(team, g, false, call);
+}
+
+/// `dest[i] = op over members m (in order) of m's src[i]`, for `i` in `0..n`, split over `g`.
+#[inline(always)]
+unsafe fn combine<T: Reducible>(
+    d: &abi::TeamDesc,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    op: ReduceOp,
+    g: Group,
+    call: &CStr,
+) {
+    let bytes = n * core::mem::size_of::<T>();
+    // Translate once per member, not per element.
+    let mut i = g.rank;
+    while i < n {
+        let mut acc = *(remote(src.cast(), bytes, d.world_pe(0), call) as *const T).add(i);
+        for m in 1..d.size {
+            let v = *(remote(src.cast(), bytes, d.world_pe(m), call) as *const T).add(i);
+            acc = T::apply(op, acc, v);
+        }
+        *dest.add(i) = acc;
+        i += g.size;
+    }
+}
+
+#[inline(always)]
+fn check_op<T: Reducible>(op: ReduceOp, call: &CStr) {
+    if op.is_bitwise() && !T::INTEGER {
+        debug::fail(c"gpushmem: %s: and/or/xor reductions need an integer type\n", &[call.as_ptr() as u64]);
+    }
+}
+
+#[inline(always)]
+unsafe fn reduce_g<T: Reducible>(
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    op: ReduceOp,
+    g: Group,
+    call: &CStr,
+) {
+    let d = member_desc(team, call);
+    check_op::<T>(op, call);
+    let bytes = n * core::mem::size_of::<T>();
+    check_no_overlap(dest.cast(), bytes, src.cast(), bytes, call);
+    team_sync_group(team, g, false, call);
+    combine(&d, dest, src, n, op, g, call);
+    team_sync_group(team, g, false, call);
+}
+
+#[inline(always)]
+unsafe fn reducescatter_g<T: Reducible>(
+    team: Team,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    op: ReduceOp,
+    g: Group,
+    call: &CStr,
+) {
+    let d = member_desc(team, call);
+    check_op::<T>(op, call);
+    let bytes = n * core::mem::size_of::<T>();
+    check_no_overlap(dest.cast(), bytes, src.cast(), bytes * d.size as usize, call);
+    team_sync_group(team, g, false, call);
+    combine(&d, dest, src.add(d.my_index as usize * n), n, op, g, call);
+    team_sync_group(team, g, false, call);
+}
+
+macro_rules! collective_forms {
+    ($group:ident, $suffix:literal, $broadcast:ident, $fcollect:ident, $alltoall:ident, $reduce:ident, $reducescatter:ident) => {
+        #[doc = concat!("Copies `nelems` elements of `source` on team member `root` into `dest` on every member, root included (`nvshmem", $suffix, "broadcast`).")]
+        ///
+        /// # Safety
+        /// `dest`, `source` symmetric, `nelems` elements each, not overlapping; every member calls with the same arguments.
+        #[inline(always)]
+        pub unsafe fn $broadcast<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize, root: u32) {
+            const NAME: &str = concat!(stringify!($broadcast), "\0");
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            broadcast_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), root, Group::$group(), call)
+        }
+
+        #[doc = concat!("All-gather: member `k`'s `nelems` elements of `source` land at `dest[k * nelems..]` on every member (`nvshmem", $suffix, "fcollect`).")]
+        ///
+        /// # Safety
+        /// `dest` symmetric with `n_pes * nelems` elements, `source` symmetric with `nelems`; not overlapping.
+        #[inline(always)]
+        pub unsafe fn $fcollect<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize) {
+            const NAME: &str = concat!(stringify!($fcollect), "\0");
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            fcollect_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), Group::$group(), call)
+        }
+
+        #[doc = concat!("All-to-all: block `j` (of `nelems`) of member `i`'s `source` lands at block `i` of member `j`'s `dest` (`nvshmem", $suffix, "alltoall`).")]
+        ///
+        /// # Safety
+        /// `dest` and `source` symmetric with `n_pes * nelems` elements each; not overlapping.
+        #[inline(always)]
+        pub unsafe fn $alltoall<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize) {
+            const NAME: &str = concat!(stringify!($alltoall), "\0");
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            alltoall_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), Group::$group(), call)
+        }
+
+        #[doc = concat!("All-reduce: `dest[i] = op` over every member's `source[i]`, the same bits on every member (`nvshmem", $suffix, "<op>_reduce`).")]
+        ///
+        /// # Safety
+        /// `dest`, `source` symmetric with `nreduce` elements each, not overlapping; bitwise `op` only on integers.
+        #[inline(always)]
+        pub unsafe fn $reduce<T: Reducible>(team: Team, dest: *mut T, source: *const T, nreduce: usize, op: ReduceOp) {
+            const NAME: &str = concat!(stringify!($reduce), "\0");
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            reduce_g(team, dest, source, nreduce, op, Group::$group(), call)
+        }
+
+        #[doc = concat!("Reduce-scatter: member `k` gets `dest[i] = op` over every member's `source[k * nreduce + i]` (`nvshmem", $suffix, "<op>_reducescatter`).")]
+        ///
+        /// # Safety
+        /// `dest` symmetric with `nreduce` elements, `source` symmetric with `n_pes * nreduce`; not overlapping.
+        #[inline(always)]
+        pub unsafe fn $reducescatter<T: Reducible>(team: Team, dest: *mut T, source: *const T, nreduce: usize, op: ReduceOp) {
+            const NAME: &str = concat!(stringify!($reducescatter), "\0");
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            reducescatter_g(team, dest, source, nreduce, op, Group::$group(), call)
+        }
+    };
+}
+
+collective_forms!(thread, "_", broadcast, fcollect, alltoall, reduce, reducescatter);
+collective_forms!(warp, "x_*_warp/", broadcast_warp, fcollect_warp, alltoall_warp, reduce_warp, reducescatter_warp);
+collective_forms!(
+    block,
+    "x_*_block/",
+    broadcast_block,
+    fcollect_block,
+    alltoall_block,
+    reduce_block,
+    reducescatter_block
+);

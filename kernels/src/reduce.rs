@@ -1,0 +1,254 @@
+//! Reduction operators and the element types they apply to, shared by the
+//! device collectives and host-side references: integers (all operators),
+//! `f32`, `f64`, [`F16`], [`Bf16`] (sum, prod, min, max; arithmetic of the
+//! half types in `f32`, rounded to nearest-even on store).
+
+use bytemuck::{Pod, Zeroable};
+
+/// A reduction operator (`NVSHMEM_*_reduce`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// `+` (wrapping for integers)
+    Sum = 0,
+    /// `*` (wrapping for integers)
+    Prod = 1,
+    /// minimum
+    Min = 2,
+    /// maximum
+    Max = 3,
+    /// bitwise and (integers only)
+    And = 4,
+    /// bitwise or (integers only)
+    Or = 5,
+    /// bitwise xor (integers only)
+    Xor = 6,
+}
+
+impl ReduceOp {
+    /// The operator with this code (as passed through kernel parameters), if any.
+    pub fn from_u32(code: u32) -> Option<ReduceOp> {
+        Some(match code {
+            0 => ReduceOp::Sum,
+            1 => ReduceOp::Prod,
+            2 => ReduceOp::Min,
+            3 => ReduceOp::Max,
+            4 => ReduceOp::And,
+            5 => ReduceOp::Or,
+            6 => ReduceOp::Xor,
+            _ => return None,
+        })
+    }
+
+    /// Whether the operator is bitwise (defined for integers only).
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, ReduceOp::And | ReduceOp::Or | ReduceOp::Xor)
+    }
+}
+
+/// An element type of reductions.
+pub trait Reducible: Pod + PartialOrd {
+    /// Whether the bitwise operators apply.
+    const INTEGER: bool;
+    /// `a <op> b`; for a bitwise operator on a float type, `a` (callers check [`Reducible::INTEGER`]).
+    fn apply(op: ReduceOp, a: Self, b: Self) -> Self;
+}
+
+macro_rules! int_reducible {
+    ($($t:ty),*) => {$(
+        impl Reducible for $t {
+            const INTEGER: bool = true;
+            #[inline(always)]
+            fn apply(op: ReduceOp, a: Self, b: Self) -> Self {
+                match op {
+                    ReduceOp::Sum => a.wrapping_add(b),
+                    ReduceOp::Prod => a.wrapping_mul(b),
+                    ReduceOp::Min => if b < a { b } else { a },
+                    ReduceOp::Max => if b > a { b } else { a },
+                    ReduceOp::And => a & b,
+                    ReduceOp::Or => a | b,
+                    ReduceOp::Xor => a ^ b,
+                }
+            }
+        }
+    )*};
+}
+int_reducible!(u8, i8, u16, i16, u32, i32, u64, i64);
+
+macro_rules! float_reducible {
+    ($t:ty, $to:expr, $from:expr) => {
+        impl Reducible for $t {
+            const INTEGER: bool = false;
+            #[inline(always)]
+            fn apply(op: ReduceOp, a: Self, b: Self) -> Self {
+                let (x, y) = ($to(a), $to(b));
+                let r = match op {
+                    ReduceOp::Sum => x + y,
+                    ReduceOp::Prod => x * y,
+                    ReduceOp::Min => {
+                        if y < x {
+                            y
+                        } else {
+                            x
+                        }
+                    }
+                    ReduceOp::Max => {
+                        if y > x {
+                            y
+                        } else {
+                            x
+                        }
+                    }
+                    _ => return a,
+                };
+                $from(r)
+            }
+        }
+    };
+}
+float_reducible!(f32, |v: f32| v, |v: f32| v);
+float_reducible!(f64, |v: f64| v, |v: f64| v);
+float_reducible!(F16, F16::to_f32, F16::from_f32);
+float_reducible!(Bf16, Bf16::to_f32, Bf16::from_f32);
+
+/// IEEE 754 binary16, stored as its bits.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable, Default)]
+pub struct F16(pub u16);
+
+/// bfloat16 (the top half of an `f32`), stored as its bits.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable, Default)]
+pub struct Bf16(pub u16);
+
+impl PartialOrd for F16 {
+    fn partial_cmp(&self, o: &Self) -> Option<core::cmp::Ordering> {
+        self.to_f32().partial_cmp(&o.to_f32())
+    }
+}
+
+impl PartialOrd for Bf16 {
+    fn partial_cmp(&self, o: &Self) -> Option<core::cmp::Ordering> {
+        self.to_f32().partial_cmp(&o.to_f32())
+    }
+}
+
+impl Bf16 {
+    /// Exact widening.
+    #[inline(always)]
+    pub fn to_f32(self) -> f32 {
+        f32::from_bits((self.0 as u32) << 16)
+    }
+
+    /// Rounds to nearest, ties to even; NaN stays NaN.
+    #[inline(always)]
+    pub fn from_f32(v: f32) -> Bf16 {
+        let x = v.to_bits();
+        if v.is_nan() {
+            return Bf16(((x >> 16) as u16) | 0x0040);
+        }
+        let bias = 0x7FFF + ((x >> 16) & 1);
+        Bf16((x.wrapping_add(bias) >> 16) as u16)
+    }
+}
+
+impl F16 {
+    /// Exact widening.
+    #[inline(always)]
+    pub fn to_f32(self) -> f32 {
+        let h = self.0 as u32;
+        let sign = (h & 0x8000) << 16;
+        let exp = (h >> 10) & 0x1F;
+        let mant = h & 0x3FF;
+        let bits = match exp {
+            0 if mant == 0 => sign,
+            0 => {
+                // Subnormal: mant × 2^-24, exact in f32.
+                let v = mant as f32 * (1.0 / 16_777_216.0);
+                return if sign != 0 { -v } else { v };
+            }
+            31 => sign | 0x7F80_0000 | (mant << 13),
+            _ => sign | ((exp + 112) << 23) | (mant << 13),
+        };
+        f32::from_bits(bits)
+    }
+
+    /// Rounds to nearest, ties to even; overflow goes to infinity, NaN stays NaN.
+    #[inline(always)]
+    pub fn from_f32(v: f32) -> F16 {
+        let x = v.to_bits();
+        let sign = ((x >> 16) & 0x8000) as u16;
+        let exp = ((x >> 23) & 0xFF) as i32;
+        let mant = x & 0x7F_FFFF;
+        if exp == 255 {
+            return F16(sign | 0x7C00 | if mant != 0 { 0x200 } else { 0 });
+        }
+        let e = exp - 127 + 15;
+        if e >= 31 {
+            return F16(sign | 0x7C00);
+        }
+        if e <= 0 {
+            if e < -10 {
+                return F16(sign);
+            }
+            let m = mant | 0x80_0000;
+            let shift = (14 - e) as u32;
+            let half = 1u32 << (shift - 1);
+            let rem = m & ((1u32 << shift) - 1);
+            let mut r = m >> shift;
+            if rem > half || (rem == half && r & 1 == 1) {
+                r += 1;
+            }
+            return F16(sign | r as u16);
+        }
+        let mut r = ((e as u32) << 10) | (mant >> 13);
+        let rem = mant & 0x1FFF;
+        if rem > 0x1000 || (rem == 0x1000 && r & 1 == 1) {
+            r += 1; // a carry into the exponent is the right result (up to infinity)
+        }
+        F16(sign | r as u16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn half_conversions_round_trip_and_round_to_even() {
+        for bits in 0..=u16::MAX {
+            let h = F16(bits);
+            let f = h.to_f32();
+            if f.is_nan() {
+                assert!(F16::from_f32(f).to_f32().is_nan());
+            } else {
+                assert_eq!(F16::from_f32(f), h, "f16 {bits:#06x} -> {f}");
+            }
+            let b = Bf16(bits);
+            let g = b.to_f32();
+            if g.is_nan() {
+                assert!(Bf16::from_f32(g).to_f32().is_nan());
+            } else {
+                assert_eq!(Bf16::from_f32(g), b);
+            }
+        }
+        assert_eq!(F16::from_f32(1.0).0, 0x3C00);
+        assert_eq!(F16::from_f32(65504.0).0, 0x7BFF);
+        assert_eq!(F16::from_f32(65520.0).0, 0x7C00); // rounds up to infinity
+        assert_eq!(F16::from_f32(1.0 + 1.0 / 2048.0).0, 0x3C00); // tie, to even
+        assert_eq!(F16::from_f32(1.0 + 3.0 / 2048.0).0, 0x3C02); // tie, to even (up)
+        assert_eq!(F16::from_f32(5.960_464_5e-8).0, 0x0001); // smallest subnormal
+        assert_eq!(Bf16::from_f32(1.0 + 1.0 / 256.0).0, 0x3F80); // tie, to even
+        assert_eq!(Bf16::from_f32(1.0 + 3.0 / 256.0).0, 0x3F82);
+    }
+
+    #[test]
+    fn operators() {
+        assert_eq!(u8::apply(ReduceOp::Sum, 200, 100), 44);
+        assert_eq!(i32::apply(ReduceOp::Min, -3, 2), -3);
+        assert_eq!(u64::apply(ReduceOp::Xor, 0b1100, 0b1010), 0b0110);
+        assert_eq!(f32::apply(ReduceOp::Max, 1.5, -2.0), 1.5);
+        assert_eq!(Bf16::apply(ReduceOp::Sum, Bf16::from_f32(1.0), Bf16::from_f32(2.0)).to_f32(), 3.0);
+        assert_eq!(F16::apply(ReduceOp::Prod, F16::from_f32(1.5), F16::from_f32(2.0)).to_f32(), 3.0);
+    }
+}

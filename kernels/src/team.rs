@@ -1,0 +1,79 @@
+//! Teams: subsets of PEs `start, start + stride, …` (`nvshmem_team_t`).
+//!
+//! Kernels name a team by its slot in this PE's team table ([`Team`], a
+//! `u32` kernel argument; the host's `Team::handle()`); [`TEAM_WORLD`] is
+//! slot 0. Each team has its own barrier state in the heap, so barriers of
+//! different teams never mix rounds.
+
+use crate::abi::{TeamDesc, MAX_TEAMS, NOT_A_MEMBER};
+use crate::{abi, debug, state};
+
+/// A team, as kernels receive it: its slot in the team table.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Team(pub u32);
+
+/// All PEs (`NVSHMEM_TEAM_WORLD`).
+pub const TEAM_WORLD: Team = Team(0);
+
+/// This PE's view of `team`; with debug checks on, traps for an invalid or unused slot.
+#[inline(always)]
+pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
+    let s = state();
+    if s.flags & abi::FLAG_DEBUG_CHECKS != 0 {
+        // SAFETY: checked in range before the read.
+        let valid = team.0 < MAX_TEAMS && unsafe { (*(s.teams as *const TeamDesc).add(team.0 as usize)).size != 0 };
+        if !valid {
+            debug::fail(
+                c"gpushmem: %s: team %llu is not a valid team (destroyed, never created, or out of range) on PE %llu\n",
+                &[call.as_ptr() as u64, team.0 as u64, s.my_pe as u64],
+            );
+        }
+    }
+    // SAFETY: the host installs a `[TeamDesc; MAX_TEAMS]` table before any launch.
+    unsafe { *(s.teams as *const TeamDesc).add(team.0 as usize) }
+}
+
+/// Like [`desc`], and traps (debug checks on) unless this PE is a member.
+#[inline(always)]
+pub(crate) fn member_desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
+    let d = desc(team, call);
+    if state().flags & abi::FLAG_DEBUG_CHECKS != 0 && d.my_index == NOT_A_MEMBER {
+        debug::fail(
+            c"gpushmem: %s: PE %llu is not a member of team %llu\n",
+            &[call.as_ptr() as u64, state().my_pe as u64, team.0 as u64],
+        );
+    }
+    d
+}
+
+/// This PE's number in `team`, or -1 if it is not a member (`nvshmem_team_my_pe`).
+#[inline(always)]
+pub fn team_my_pe(team: Team) -> i32 {
+    let d = desc(team, c"team_my_pe");
+    if d.my_index == NOT_A_MEMBER {
+        -1
+    } else {
+        d.my_index as i32
+    }
+}
+
+/// Number of PEs in `team` (`nvshmem_team_n_pes`).
+#[inline(always)]
+pub fn team_n_pes(team: Team) -> i32 {
+    desc(team, c"team_n_pes").size as i32
+}
+
+/// The number in `dest` of the PE numbered `pe` in `src`, or -1 if it is not
+/// in `dest` (or `pe` is not in `src`) (`nvshmem_team_translate_pe`).
+#[inline(always)]
+pub fn team_translate_pe(src: Team, pe: i32, dest: Team) -> i32 {
+    let s = desc(src, c"team_translate_pe");
+    if pe < 0 || pe as u32 >= s.size {
+        return -1;
+    }
+    match desc(dest, c"team_translate_pe").index_of(s.world_pe(pe as u32)) {
+        Some(i) => i as i32,
+        None => -1,
+    }
+}
