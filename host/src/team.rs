@@ -145,8 +145,8 @@ impl Shmem {
         Ok(slots.into_iter().zip(descs).map(|(slot, &desc)| Team { slot, desc }).collect())
     }
 
-    /// Collective over all PEs: the team of `parent`'s members `start, start
-    /// + stride, …` (`size` of them) (`nvshmem_team_split_strided`). Every PE
+    /// Collective over all PEs: the team of `parent`'s members `start`,
+    /// `start + stride`, … (`size` of them) (`nvshmem_team_split_strided`). Every PE
     /// gets the handle; non-members' report `my_pe() == None`. Errors: bad
     /// range, PEs passing different arguments, no free team slot.
     pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
