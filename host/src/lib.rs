@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod bootstrap;
+mod collective_ops;
 mod config;
 pub mod driver;
 mod error;
@@ -36,12 +37,14 @@ mod stream_ops;
 mod team;
 mod threads;
 
+pub use collective_ops::ReduceType;
 pub use config::{parse_size, Config};
 pub use cudarc;
 pub use cudarc::driver::LaunchConfig;
 pub use error::{Error, Result};
 pub use gpushmem_kernels::abi;
 pub use gpushmem_kernels::abi::{Cmp, SignalOp};
+pub use gpushmem_kernels::reduce::{Bf16, ReduceOp, F16};
 pub use heap::{allocator::MIN_ALIGN, SymSlice};
 pub use launch::KernelArgs;
 pub use logging::init as init_logging;

@@ -176,6 +176,11 @@ impl Shmem {
         make_state(self.bootstrap.as_ref(), &self.config, &self.heap, &self.peers, &self.teams)
     }
 
+    /// Number of PEs that share this PE's GPU (collective launches split it among them).
+    pub(crate) fn pes_on_device(&self) -> usize {
+        self.pes_on_device
+    }
+
     /// Fails unless `pe` is a PE of this job.
     pub(crate) fn check_pe(&self, pe: usize) -> Result<()> {
         if pe < self.n_pes() {

@@ -1,5 +1,6 @@
 //! Built-in kernels behind the host's stream-ordered operations
-//! (`Shmem::*_on_stream`). Each is launched with one block of 32 threads.
+//! (`Shmem::*_on_stream`): one block each (32 threads for the signal and
+//! sync kernels, `COLLECTIVE_THREADS` for the collectives).
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx)]
 
@@ -34,4 +35,57 @@ pub unsafe extern "ptx-kernel" fn gpushmem_quiet() {
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_barrier_all() {
     shmem::barrier_all_block();
+}
+
+/// `broadcast_block` of bytes (the host's `broadcast_on_stream`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn gpushmem_broadcast(team: u32, dest: *mut u8, src: *const u8, bytes: u64, root: u32) {
+    shmem::broadcast_block(shmem::Team(team), dest, src, bytes as usize, root);
+}
+
+/// `fcollect_block` of bytes (the host's `fcollect_on_stream`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn gpushmem_fcollect(team: u32, dest: *mut u8, src: *const u8, bytes: u64) {
+    shmem::fcollect_block(shmem::Team(team), dest, src, bytes as usize);
+}
+
+/// `alltoall_block` of bytes (the host's `alltoall_on_stream`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn gpushmem_alltoall(team: u32, dest: *mut u8, src: *const u8, bytes: u64) {
+    shmem::alltoall_block(shmem::Team(team), dest, src, bytes as usize);
+}
+
+/// `reduce_block` and `reducescatter_block` for one element type: kernels
+/// `gpushmem_reduce_<type>` and `gpushmem_reducescatter_<type>`.
+macro_rules! reduce_kernels {
+    ($($t:ty => $reduce:ident, $scatter:ident;)*) => {$(
+        /// `reduce_block` (the host's `allreduce_on_stream`).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $reduce(team: u32, dest: *mut $t, src: *const $t, n: u64, op: u32) {
+            let op = shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum);
+            shmem::reduce_block(shmem::Team(team), dest, src, n as usize, op);
+        }
+
+        /// `reducescatter_block` (the host's `reducescatter_on_stream`).
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $scatter(team: u32, dest: *mut $t, src: *const $t, n: u64, op: u32) {
+            let op = shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum);
+            shmem::reducescatter_block(shmem::Team(team), dest, src, n as usize, op);
+        }
+    )*};
+}
+
+reduce_kernels! {
+    u8 => gpushmem_reduce_u8, gpushmem_reducescatter_u8;
+    i8 => gpushmem_reduce_i8, gpushmem_reducescatter_i8;
+    u16 => gpushmem_reduce_u16, gpushmem_reducescatter_u16;
+    i16 => gpushmem_reduce_i16, gpushmem_reducescatter_i16;
+    u32 => gpushmem_reduce_u32, gpushmem_reducescatter_u32;
+    i32 => gpushmem_reduce_i32, gpushmem_reducescatter_i32;
+    u64 => gpushmem_reduce_u64, gpushmem_reducescatter_u64;
+    i64 => gpushmem_reduce_i64, gpushmem_reducescatter_i64;
+    f32 => gpushmem_reduce_f32, gpushmem_reducescatter_f32;
+    f64 => gpushmem_reduce_f64, gpushmem_reducescatter_f64;
+    shmem::F16 => gpushmem_reduce_f16, gpushmem_reducescatter_f16;
+    shmem::Bf16 => gpushmem_reduce_bf16, gpushmem_reducescatter_bf16;
 }

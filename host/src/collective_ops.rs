@@ -1,0 +1,191 @@
+//! Stream-ordered collectives (`nvshmemx_*_on_stream`): each launches a
+//! built-in kernel (one block per PE, the device collective's `_block` form)
+//! on the caller's stream through the collective launch, so it takes effect in
+//! stream order. Every member of the team makes the same call; see the device
+//! crate's `collective` module for the algorithm and its cost.
+
+use crate::error::CudaContext as _;
+use crate::launch::{check_co_resident, launch_on, KernelArgs};
+use crate::{Error, Result, Shmem, SymSlice, Team};
+use cudarc::driver::{CudaStream, LaunchConfig};
+use gpushmem_kernels::reduce::{Bf16, ReduceOp, Reducible, F16};
+
+/// Threads of the block each built-in collective runs with.
+const COLLECTIVE_THREADS: u32 = 512;
+
+/// An element type the built-in reduction kernels exist for.
+pub trait ReduceType: Reducible {
+    /// The kernel-name suffix (`gpushmem_reduce_<NAME>`).
+    const NAME: &'static str;
+}
+
+macro_rules! reduce_type {
+    ($($t:ty => $n:literal),*) => {$(impl ReduceType for $t { const NAME: &'static str = $n; })*};
+}
+reduce_type!(u8 => "u8", i8 => "i8", u16 => "u16", i16 => "i16", u32 => "u32", i32 => "i32", u64 => "u64", i64 => "i64",
+    f32 => "f32", f64 => "f64", F16 => "f16", Bf16 => "bf16");
+
+fn bad(call: &str, why: String) -> Error {
+    Error::Config { name: call.into(), value: String::new(), why }
+}
+
+impl Shmem {
+    fn collective_on(&self, stream: &CudaStream, name: &str, args: impl KernelArgs) -> Result<()> {
+        let k = self.builtin.kernel(name)?;
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (COLLECTIVE_THREADS, 1, 1), shared_mem_bytes: 0 };
+        self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
+        check_co_resident(self.context(), &k, &cfg, self.pes_on_device())?;
+        // SAFETY: the arguments match the built-in kernel, checked by the callers below.
+        unsafe { launch_on(stream.cu_stream(), &k, cfg, &args) }
+    }
+
+    /// Fails unless this PE is in `team` and `[dest, +dest_len)`/`[src, +src_len)` are
+    /// symmetric slices of this heap that do not overlap.
+    fn check_collective<T>(
+        &self,
+        call: &str,
+        team: &Team,
+        dest: &SymSlice<T>,
+        dest_len: usize,
+        src: &SymSlice<T>,
+        src_len: usize,
+    ) -> Result<()> {
+        if team.my_pe().is_none() {
+            return Err(bad(call, format!("PE {} is not a member of the team", self.my_pe())));
+        }
+        self.heap.check_slice(dest)?;
+        self.heap.check_slice(src)?;
+        if dest.len() < dest_len || src.len() < src_len {
+            return Err(bad(
+                call,
+                format!("dest has {} elements (needs {dest_len}), source {} (needs {src_len})", dest.len(), src.len()),
+            ));
+        }
+        let size = std::mem::size_of::<T>() as u64;
+        let (d, s) = (dest.as_kernel_ptr(), src.as_kernel_ptr());
+        if d < s + src_len as u64 * size && s < d + dest_len as u64 * size {
+            return Err(bad(call, "dest overlaps source".into()));
+        }
+        Ok(())
+    }
+
+    /// Copies `nelems` of `src` on team member `root` into `dest` on every member (collective over `team`).
+    pub fn broadcast_on_stream<T: bytemuck::Pod>(
+        &self,
+        team: &Team,
+        dest: &SymSlice<T>,
+        src: &SymSlice<T>,
+        nelems: usize,
+        root: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        self.check_collective("broadcast_on_stream", team, dest, nelems, src, nelems)?;
+        if root >= team.n_pes() {
+            return Err(Error::BadPe { pe: root, n_pes: team.n_pes() });
+        }
+        let bytes = (nelems * std::mem::size_of::<T>()) as u64;
+        self.collective_on(
+            stream,
+            "gpushmem_broadcast",
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes, root as u32),
+        )
+    }
+
+    /// All-gather: member `k`'s `nelems` of `src` land at `dest[k * nelems..]` on every member.
+    pub fn fcollect_on_stream<T: bytemuck::Pod>(
+        &self,
+        team: &Team,
+        dest: &SymSlice<T>,
+        src: &SymSlice<T>,
+        nelems: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        self.check_collective("fcollect_on_stream", team, dest, nelems * team.n_pes(), src, nelems)?;
+        let bytes = (nelems * std::mem::size_of::<T>()) as u64;
+        self.collective_on(
+            stream,
+            "gpushmem_fcollect",
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes),
+        )
+    }
+
+    /// All-to-all: block `j` of member `i`'s `src` lands at block `i` of member `j`'s `dest` (blocks of `nelems`).
+    pub fn alltoall_on_stream<T: bytemuck::Pod>(
+        &self,
+        team: &Team,
+        dest: &SymSlice<T>,
+        src: &SymSlice<T>,
+        nelems: usize,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        let n = nelems * team.n_pes();
+        self.check_collective("alltoall_on_stream", team, dest, n, src, n)?;
+        let bytes = (nelems * std::mem::size_of::<T>()) as u64;
+        self.collective_on(
+            stream,
+            "gpushmem_alltoall",
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)] // the two public callers fix all but the data arguments
+    fn reduce_like<T: ReduceType>(
+        &self,
+        call: &str,
+        kernel: &str,
+        team: &Team,
+        dest: &SymSlice<T>,
+        src: &SymSlice<T>,
+        n: usize,
+        src_len: usize,
+        op: ReduceOp,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        self.check_collective(call, team, dest, n, src, src_len)?;
+        if op.is_bitwise() && !T::INTEGER {
+            return Err(bad(call, format!("{op:?} needs an integer type, not {}", T::NAME)));
+        }
+        let name = format!("{kernel}_{}", T::NAME);
+        self.collective_on(
+            stream,
+            &name,
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), n as u64, op as u32),
+        )
+    }
+
+    /// All-reduce: `dest[i] = op` over every member's `src[i]`, `i < n`, the same bits on every member.
+    pub fn allreduce_on_stream<T: ReduceType>(
+        &self,
+        team: &Team,
+        dest: &SymSlice<T>,
+        src: &SymSlice<T>,
+        n: usize,
+        op: ReduceOp,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        self.reduce_like("allreduce_on_stream", "gpushmem_reduce", team, dest, src, n, n, op, stream)
+    }
+
+    /// Reduce-scatter: member `k` gets `dest[i] = op` over every member's `src[k * n + i]`, `i < n`.
+    pub fn reducescatter_on_stream<T: ReduceType>(
+        &self,
+        team: &Team,
+        dest: &SymSlice<T>,
+        src: &SymSlice<T>,
+        n: usize,
+        op: ReduceOp,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        self.reduce_like(
+            "reducescatter_on_stream",
+            "gpushmem_reducescatter",
+            team,
+            dest,
+            src,
+            n,
+            n * team.n_pes(),
+            op,
+            stream,
+        )
+    }
+}
