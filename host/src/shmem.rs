@@ -204,8 +204,27 @@ impl Shmem {
 
     /// Checks that every PE made the same collective call with the same arguments.
     pub(crate) fn agree(&self, call: &'static str, args: &[u64]) -> Result<()> {
-        let mine: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
+        self.agree_checked(call, args, Ok(()))
+    }
+
+    /// [`Shmem::agree`] for a call whose arguments each PE also checks locally
+    /// (`local`): the verdicts travel with the arguments, so when any PE
+    /// rejects its arguments every PE fails — the rejecting PE with its own
+    /// error, the others naming it — and no PE is left waiting in the exchange.
+    pub(crate) fn agree_checked(&self, call: &'static str, args: &[u64], local: Result<()>) -> Result<()> {
+        let mut mine: Vec<u8> = vec![local.is_ok() as u8];
+        mine.extend(args.iter().flat_map(|a| a.to_le_bytes()));
         let all = self.bootstrap.allgather(&mine)?;
+        local?;
+        if let Some(pe) = all.iter().position(|b| b.first() != Some(&1)) {
+            return Err(Error::Mismatch {
+                me: self.my_pe(),
+                call,
+                detail: format!("PE {pe} rejected its arguments (its own error says why)"),
+            });
+        }
+        let all: Vec<Vec<u8>> = all.into_iter().map(|b| b[1..].to_vec()).collect();
+        let mine = mine[1..].to_vec();
         if all.iter().any(|a| a != &mine) {
             let detail = all
                 .iter()

@@ -87,10 +87,19 @@ impl Drop for TeamTable {
     }
 }
 
-/// The world-PE layout of a new team and this PE's place in it.
+/// A local check's error, for the exchange (the original is returned afterwards).
+fn clone_err(e: &Error) -> Error {
+    Error::Config { name: "local check".into(), value: String::new(), why: e.to_string() }
+}
+
+/// The world-PE layout of a new team and this PE's place in it (never a
+/// member when it is not a member of the parent, whose layout it may not know).
 fn child_desc(parent: &TeamDesc, start: u32, stride: u32, size: u32, my_pe: u32) -> TeamDesc {
     let mut d =
         TeamDesc { start: parent.world_pe(start), stride: parent.stride * stride, size, my_index: NOT_A_MEMBER };
+    if parent.my_index == NOT_A_MEMBER {
+        return d;
+    }
     if let Some(i) = d.index_of(my_pe) {
         d.my_index = i;
     }
@@ -150,19 +159,26 @@ impl Shmem {
     /// gets the handle; non-members' report `my_pe() == None`. Errors: bad
     /// range, PEs passing different arguments, no free team slot.
     pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
-        let p = self.check_team(parent, "team_split_strided")?;
-        let bad = |why: String| Error::Config {
-            name: "team_split_strided".into(),
-            value: format!("start {start}, stride {stride}, size {size} of a team of {}", p.size),
-            why,
-        };
-        if size == 0 || stride == 0 {
-            return Err(bad("size and stride must be at least 1".into()));
-        }
-        if start + (size - 1) * stride >= p.size as usize {
-            return Err(bad("the last member would be outside the parent team".into()));
-        }
-        self.agree("team_split_strided", &[parent.slot as u64, start as u64, stride as u64, size as u64])?;
+        let p = self.check_team(parent, "team_split_strided");
+        let local = p.and_then(|p| {
+            let bad = |why: &str| Error::Config {
+                name: "team_split_strided".into(),
+                value: format!("start {start}, stride {stride}, size {size} of a team of {}", p.size),
+                why: why.into(),
+            };
+            if size == 0 || stride == 0 {
+                return Err(bad("size and stride must be at least 1"));
+            }
+            // PEs outside the parent may hold a placeholder layout: only members check the range.
+            let last = (size - 1).checked_mul(stride).and_then(|x| x.checked_add(start));
+            if p.my_index != NOT_A_MEMBER && last.is_none_or(|l| l >= p.size as usize) {
+                return Err(bad("the last member would be outside the parent team"));
+            }
+            Ok(p)
+        });
+        let args = [parent.slot as u64, start as u64, stride as u64, size as u64];
+        self.agree_checked("team_split_strided", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
+        let p = local?;
         let d = child_desc(&p, start as u32, stride as u32, size as u32, self.my_pe() as u32);
         Ok(self.install_teams(&[d])?.remove(0))
     }
@@ -172,15 +188,19 @@ impl Shmem {
     /// team) (`nvshmem_team_split_2d`); returns (x, y) as this PE sees them.
     /// `xrange` larger than the parent is clamped to it.
     pub fn team_split_2d(&self, parent: &Team, xrange: usize) -> Result<(Team, Team)> {
-        let p = self.check_team(parent, "team_split_2d")?;
-        if xrange == 0 {
-            return Err(Error::Config {
-                name: "team_split_2d".into(),
-                value: "xrange 0".into(),
-                why: "must be at least 1".into(),
-            });
-        }
-        self.agree("team_split_2d", &[parent.slot as u64, xrange as u64])?;
+        let local = self.check_team(parent, "team_split_2d").and_then(|p| {
+            if xrange == 0 {
+                return Err(Error::Config {
+                    name: "team_split_2d".into(),
+                    value: "xrange 0".into(),
+                    why: "must be at least 1".into(),
+                });
+            }
+            Ok(p)
+        });
+        let args = [parent.slot as u64, xrange as u64];
+        self.agree_checked("team_split_2d", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
+        let p = local?;
         let n = p.size;
         let x = (xrange as u32).min(n);
         let me = self.my_pe() as u32;
@@ -200,15 +220,17 @@ impl Shmem {
     /// Collective over all PEs: frees `team`'s slot (`nvshmem_team_destroy`).
     /// No kernel may use it afterwards. The world team cannot be destroyed.
     pub fn team_destroy(&self, team: Team) -> Result<()> {
-        self.check_team(&team, "team_destroy")?;
-        if team.slot == 0 {
-            return Err(Error::Config {
-                name: "team_destroy".into(),
-                value: "TEAM_WORLD".into(),
-                why: "the world team cannot be destroyed".into(),
-            });
-        }
-        self.agree("team_destroy", &[team.slot as u64])?;
+        let local = self.check_team(&team, "team_destroy").and_then(|_| {
+            if team.slot == 0 {
+                return Err(Error::Config {
+                    name: "team_destroy".into(),
+                    value: "TEAM_WORLD".into(),
+                    why: "the world team cannot be destroyed".into(),
+                });
+            }
+            Ok(())
+        });
+        self.agree_checked("team_destroy", &[team.slot as u64], local)?;
         let stream = self.stream().cu_stream();
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
         let at = self.teams.table + team.slot as u64 * std::mem::size_of::<TeamDesc>() as u64;

@@ -43,6 +43,12 @@ fn check_no_overlap(dest: *const u8, db: usize, src: *const u8, sb: usize, call:
 unsafe fn broadcast_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, root: u32, g: Group, call: &CStr) {
     let d = member_desc(team, call);
     check_no_overlap(dest, bytes, src, bytes, call);
+    if state().flags & abi::FLAG_DEBUG_CHECKS != 0 && root >= d.size {
+        debug::fail(
+            c"gpushmem: %s: root %llu is not a member number of a team of %llu\n",
+            &[call.as_ptr() as u64, root as u64, d.size as u64],
+        );
+    }
     team_sync_group(team, g, false, call);
     copy_bytes(dest, remote(src, bytes, d.world_pe(root), call), bytes, g);
     team_sync_group(team, g, false, call);

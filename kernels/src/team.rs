@@ -34,11 +34,12 @@ pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
     unsafe { *(s.teams as *const TeamDesc).add(team.0 as usize) }
 }
 
-/// Like [`desc`], and traps (debug checks on) unless this PE is a member.
+/// Like [`desc`], and traps unless this PE is a member (always checked: a
+/// non-member would otherwise write its flags out of bounds on the members).
 #[inline(always)]
 pub(crate) fn member_desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
     let d = desc(team, call);
-    if state().flags & abi::FLAG_DEBUG_CHECKS != 0 && d.my_index == NOT_A_MEMBER {
+    if d.my_index == NOT_A_MEMBER {
         debug::fail(
             c"gpushmem: %s: PE %llu is not a member of team %llu\n",
             &[call.as_ptr() as u64, state().my_pe as u64, team.0 as u64],

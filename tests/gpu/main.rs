@@ -6,6 +6,7 @@
 //! child process instead (process-mode PEs, traps that poison a context).
 
 mod atomic;
+mod collective;
 mod common;
 mod errors;
 mod rma;
@@ -13,6 +14,7 @@ mod signal;
 mod smoke;
 mod stream;
 mod sync;
+mod team;
 mod wait;
 
 use common::*;
@@ -48,6 +50,8 @@ fn child_scenario(name: &str) -> ExitCode {
             Ok(())
         })()),
         "init_only" => report(gpushmem::Shmem::init().map(|_| ())),
+        other if other.starts_with("misuse_") => report(collective::misuse_child(other)),
+        "coll_debug_checks" => collective::debug_checks_child(),
         "signal_wait_timeout" => report(signal::signal_wait_timeout_child()),
         "kill_pe1" => report((|| {
             let shmem = gpushmem::Shmem::init()?;
@@ -127,6 +131,8 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("rma::strided_ring_4pe", 4),
     ("sync::barrier_1000_rounds_2pe", 2),
     ("sync::barrier_1000_rounds_4pe", 4),
+    ("collective::quick_2pe", 2),
+    ("collective::quick_4pe", 4),
 ];
 
 fn gpu_tests() -> Vec<Test> {
@@ -156,6 +162,7 @@ fn gpu_tests() -> Vec<Test> {
     }
     for n in [2usize, 4] {
         t.push(test(format!("stream::ordered_ops_{n}pe"), move || stream::stream_ordered_ops(n)));
+        t.push(test(format!("stream::collectives_{n}pe"), move || stream::collectives_on_stream(n)));
     }
     for n in [2usize, 4] {
         t.push(test(format!("rma::ring_alltoall_processes_{n}pe"), move || errors::processes_ring_alltoall(n)));
@@ -166,6 +173,22 @@ fn gpu_tests() -> Vec<Test> {
     for n in [2usize, 4] {
         t.push(test(format!("rma::strided_ring_{n}pe"), move || signal::strided_ring(n)));
     }
+    t.push(test("team::layout_8pe", team::layout));
+    t.push(test("team::slots_4pe", team::slots));
+    t.push(test("team::barrier_rounds_8pe", team::barrier_rounds));
+    t.push(test("team::alternating_10k_8pe", team::alternating));
+    for n in [2usize, 4, 8] {
+        t.push(test(format!("collective::matrix_{n}pe"), move || collective::matrix(n)));
+    }
+    for n in [2usize, 4] {
+        t.push(test(format!("collective::quick_{n}pe"), move || collective::quick(n)));
+    }
+    t.push(test("collective::large_64mib_8pe", collective::large));
+    t.push(test("collective::quick_debug_checks_8pe", collective::quick_debug_checks));
+    t.push(test("errors::team_invalid_traps", collective::team_invalid_traps));
+    t.push(test("errors::team_non_member_traps", collective::team_non_member_traps));
+    t.push(test("errors::reduce_and_f32_traps", collective::reduce_and_f32_traps));
+    t.push(test("errors::reduce_overlap_traps", collective::reduce_overlap_traps));
     t
 }
 

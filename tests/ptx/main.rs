@@ -168,6 +168,37 @@ fn main() {
             &["ld.acquire"],
         ),
         golden("probe_iput_block", &["barrier.sync 0;"], &["fence"]),
+        golden(
+            "probe_team_barrier",
+            &["fence.sc.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64", "%globaltimer"],
+            &["ld.acquire"],
+        ),
+        golden(
+            "probe_team_sync_warp",
+            &["bar.warp.sync", "fence.acq_rel.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64"],
+            &["fence.sc.sys", "barrier.sync"],
+        ),
+        golden(
+            "probe_broadcast_block",
+            &["ld.global.v4.u32", "st.global.v4.u32", "barrier.sync 0;", "st.release.sys.global.u64"],
+            &["bar.sync"],
+        ),
+        golden("probe_alltoall_block", &["ld.global.v4.u32", "st.global.v4.u32", "barrier.sync 0;"], &["bar.sync"]),
+        golden("probe_fcollect_warp", &["ld.global.v4.u32", "st.global.v4.u32", "bar.warp.sync"], &["barrier.sync"]),
+        // Reductions: IEEE add/mul (no contraction into fma, no min/max
+        // instructions: the host reference applies the same code, bit-exact).
+        golden(
+            "probe_reduce_block_f32",
+            &["add.rn.f32", "mul.rn.f32", "setp.lt.f32", "setp.gt.f32", "barrier.sync 0;"],
+            &["fma.", "min.f32", "max.f32"],
+        ),
+        golden("probe_reduce_f16", &["add.rn.f32", "mul.rn.f32"], &["fma.", "min.f32", "max.f32"]),
+        golden(
+            "probe_reduce_warp_bf16",
+            &["add.rn.f32", "mul.rn.f32", "bar.warp.sync"],
+            &["fma.", "min.f32", "max.f32"],
+        ),
+        golden("probe_reducescatter_block_i32", &["mul.lo.s32", "xor.b32", "barrier.sync 0;"], &[]),
     ];
     let ptxas = gpushmem_build::find_ptxas();
     let in_ci = std::env::var_os("CI").is_some();

@@ -3,6 +3,7 @@
 #![feature(abi_ptx, stdarch_nvptx)]
 #![allow(clippy::missing_safety_doc)]
 
+mod coll;
 mod p2p;
 mod probes;
 
