@@ -82,6 +82,11 @@ unsafe fn alltoall_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, g:
 }
 
 /// `dest[i] = op over members m (in order) of m's src[i]`, for `i` in `0..n`, split over `g`.
+///
+/// Member-outer: each member's buffer is translated (and checked) once, then
+/// streamed; `dest` accumulates. Every thread keeps the same elements in every
+/// pass, so no synchronization is needed between passes, and the combination
+/// order (member 0, 1, …) and per-step rounding match an element-outer loop.
 #[inline(always)]
 unsafe fn combine<T: Reducible>(
     d: &abi::TeamDesc,
@@ -93,16 +98,14 @@ unsafe fn combine<T: Reducible>(
     call: &CStr,
 ) {
     let bytes = n * core::mem::size_of::<T>();
-    // Translate once per member, not per element.
-    let mut i = g.rank;
-    while i < n {
-        let mut acc = *(remote(src.cast(), bytes, d.world_pe(0), call) as *const T).add(i);
-        for m in 1..d.size {
-            let v = *(remote(src.cast(), bytes, d.world_pe(m), call) as *const T).add(i);
-            acc = T::apply(op, acc, v);
+    for m in 0..d.size {
+        let theirs = remote(src.cast(), bytes, d.world_pe(m), call) as *const T;
+        let mut i = g.rank;
+        while i < n {
+            let v = *theirs.add(i);
+            *dest.add(i) = if m == 0 { v } else { T::apply(op, *dest.add(i), v) };
+            i += g.size;
         }
-        *dest.add(i) = acc;
-        i += g.size;
     }
 }
 
