@@ -7,6 +7,8 @@
 //! ```
 //!
 //! and in the host code: `const PTX: &str = include_str!(env!("GPUSHMEM_PTX_MY_KERNELS"));`
+//! (and `include_bytes!(env!("GPUSHMEM_CUBIN_MY_KERNELS"))` for the assembled
+//! cubin, empty when `ptxas` was not found; see `Shmem::load_module_prebuilt`).
 //!
 //! The kernel crate is built with rustc's own `nvptx64-nvidia-cuda` target on
 //! the stable toolchain (`RUSTC_BOOTSTRAP=1`, `-Zbuild-std=core`), with
@@ -56,7 +58,9 @@ pub struct Built {
     pub cubin: Option<PathBuf>,
     /// The source files the PTX depends on (from cargo's dep-info).
     pub sources: Vec<PathBuf>,
-    /// The name of the environment variable [`Builder::build_or_exit`] set to [`Built::ptx`].
+    /// The name of the environment variable [`Builder::build_or_exit`] set to [`Built::ptx`]
+    /// (`GPUSHMEM_PTX_<CRATE>`); it also sets `GPUSHMEM_CUBIN_<CRATE>` to the cubin, or to an
+    /// empty file when there is none.
     pub env_name: String,
 }
 
@@ -164,6 +168,18 @@ impl Builder {
         match self.build() {
             Ok(b) => {
                 println!("cargo:rustc-env={}={}", b.env_name, b.ptx.display());
+                // The cubin too (an empty file when ptxas was not found), so the host
+                // can `include_bytes!` it unconditionally and skip the driver's PTX JIT.
+                let cubin = b.cubin.clone().unwrap_or_else(|| {
+                    let none = b.ptx.with_extension("no-cubin");
+                    let _ = std::fs::write(&none, []);
+                    none
+                });
+                println!(
+                    "cargo:rustc-env={}={}",
+                    b.env_name.replacen("GPUSHMEM_PTX_", "GPUSHMEM_CUBIN_", 1),
+                    cubin.display()
+                );
                 println!("cargo:rerun-if-changed={}", self.crate_dir.join("Cargo.toml").display());
                 println!("cargo:rerun-if-changed={}", self.crate_dir.join("src").display());
                 for s in &b.sources {

@@ -30,7 +30,8 @@ impl Kernel {
 }
 
 impl Module {
-    /// Loads `ptx` (`cuModuleLoadData`) and writes `state` into its
+    /// Loads `cubin` when given, non-empty and loadable on this GPU, else
+    /// `ptx` (`cuModuleLoadData`; the driver JIT-compiles it), and writes `state` into its
     /// `GPUSHMEM_STATE` global, checking the global's size against this
     /// build's [`State`] (a kernel crate built against another version of
     /// `gpushmem-kernels` is refused here rather than misread on the device).
@@ -39,10 +40,20 @@ impl Module {
         stream: &Arc<CudaStream>,
         name: &str,
         ptx: &str,
+        cubin: Option<&[u8]>,
         state: &State,
     ) -> Result<Module> {
         let err = |why: String| Error::Module { name: name.to_string(), why };
-        let inner = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|e| {
+        let prebuilt = cubin.filter(|c| !c.is_empty()).and_then(|c| {
+            ctx.load_module(cudarc::nvrtc::Ptx::from_binary(c.to_vec()))
+                .map_err(|e| log::debug!("module {name}: cubin not loadable here ({e}); JIT-compiling the PTX"))
+                .ok()
+        });
+        let inner = match prebuilt {
+            Some(m) => Ok(m),
+            None => ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)),
+        }
+        .map_err(|e| {
             err(format!(
                 "cuModuleLoadData failed: {e} (PTX built for a newer GPU or PTX ISA than this driver/GPU supports?)"
             ))

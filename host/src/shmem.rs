@@ -130,7 +130,7 @@ impl Shmem {
         let teams = TeamTable::new(&ctx, &stream, me, boot.size())?;
         // Before the barrier: module loading waits for running kernels (see `load_module`).
         let state = make_state(boot, config, &heap, &peers, &teams);
-        let builtin = Module::load(&ctx, &stream, "gpushmem-builtin", BUILTIN_PTX, &state)?;
+        let builtin = Module::load(&ctx, &stream, "gpushmem-builtin", BUILTIN_PTX, Some(BUILTIN_CUBIN), &state)?;
         boot.barrier()?;
         log::trace!("PE {me}: init complete");
         Ok(Parts { ctx, stream, heap, peers, teams, device, builtin })
@@ -339,7 +339,16 @@ impl Shmem {
     /// same context: with PEs as threads on one GPU, a PE still loading while
     /// another's kernel already waits for it in a barrier would deadlock.
     pub fn load_module(&self, name: &str, ptx: &str) -> Result<Module> {
-        let m = Module::load(&self.ctx, &self.stream, name, ptx, &self.device_state());
+        self.load_module_prebuilt(name, ptx, &[])
+    }
+
+    /// Collective: [`Shmem::load_module`] that loads `cubin` (the
+    /// `GPUSHMEM_CUBIN_<CRATE>` file gpushmem-build writes) when it is
+    /// non-empty and built for this GPU, skipping the driver's PTX JIT
+    /// (seconds for a large module, in every fresh process); otherwise the PTX.
+    /// Kernel names are read from `ptx`.
+    pub fn load_module_prebuilt(&self, name: &str, ptx: &str, cubin: &[u8]) -> Result<Module> {
+        let m = Module::load(&self.ctx, &self.stream, name, ptx, Some(cubin), &self.device_state());
         // Arrive even on failure, so the others are not left waiting for this PE.
         let arrived = self.bootstrap.barrier();
         let m = m?;
@@ -420,6 +429,9 @@ struct Parts {
 
 /// The built-in kernels' PTX (host/builtin, built by host/build.rs); public for tools that check PTX.
 pub const BUILTIN_PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BUILTIN_KERNELS"));
+
+/// The built-in kernels assembled for the build's GPU architecture (empty without ptxas at build time).
+const BUILTIN_CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_BUILTIN_KERNELS"));
 
 fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMap, teams: &TeamTable) -> State {
     State {

@@ -4,6 +4,9 @@ use gpushmem::{Config, LaunchConfig, Module, Shmem, Threads};
 
 pub const PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS"));
 
+/// The test kernels assembled by ptxas at build time (empty when it was not found: then PTX is JIT-compiled).
+pub const CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_TEST_KERNELS"));
+
 /// A test's outcome: `Err` carries the message libtest-mimic prints.
 pub type TestResult = Result<(), libtest_mimic::Failed>;
 
@@ -57,7 +60,7 @@ where
 
 /// The test kernels, loaded into this PE.
 pub fn kernels(shmem: &Shmem) -> gpushmem::Result<Module> {
-    shmem.load_module("gpushmem-test-kernels", PTX)
+    shmem.load_module_prebuilt("gpushmem-test-kernels", PTX, CUBIN)
 }
 
 /// One block of `threads` threads.
