@@ -202,10 +202,11 @@ fn main() {
     ];
     let ptxas = gpushmem_build::find_ptxas();
     let in_ci = std::env::var_os("CI").is_some();
-    // Every PTX the workspace builds: the test kernels, the examples', the host's built-in kernels.
-    let all: [(&str, &str); 3] = [
+    // Every PTX the workspace builds: the test kernels, the examples', the benchmarks', the host's built-in kernels.
+    let all: [(&str, &str); 4] = [
         ("test-kernels", PTX),
         ("ring-kernels", include_str!(env!("GPUSHMEM_PTX_RING_KERNELS"))),
+        ("bench-kernels", include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS"))),
         ("builtin-kernels", gpushmem::BUILTIN_PTX),
     ];
     let assemble = Trial::test("ptxas_assembles_every_kernel_for_sm_90", move || {
