@@ -580,14 +580,7 @@ fn run_batches(n: usize, batches: &[Batch], specs: &[TeamSpec], debug_checks: bo
             ));
         }
     }
-    if !bad.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            bad.len(),
-            bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&bad)?;
     let cases: usize = batches.iter().map(|b| b.cases.len()).sum();
     println!(
         "  {n} PEs: {cases} collective calls in {} launches ({}) on teams {names:?}, every byte checked, \
@@ -806,14 +799,7 @@ pub fn large() -> TestResult {
         Ok((bad, times))
     })?;
     let bad: Vec<String> = rows.iter().flat_map(|(b, _)| b.iter().cloned()).collect();
-    if !bad.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            bad.len(),
-            bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&bad)?;
     println!(
         "  {n} PEs, block form, f32: broadcast/fcollect/alltoall/reducescatter 64 MiB, reduce 16 MiB, every element \
          checked, reductions bit-exact; PE 0 kernels: {}; reference {prep:.1?}, all in {:.1?}",

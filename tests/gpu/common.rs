@@ -131,3 +131,12 @@ pub fn dptr<T>(buf: &gpushmem::cudarc::driver::CudaSlice<T>, stream: &gpushmem::
     use gpushmem::cudarc::driver::DevicePtr;
     buf.device_ptr(stream).0
 }
+
+/// Fails listing (the first 30 of) `failures`, if there are any.
+pub fn fail_if_any(failures: &[String]) -> TestResult {
+    if failures.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = failures.iter().take(30).map(String::as_str).collect();
+    Err(format!("{} failures:\n{}", failures.len(), shown.join("\n")).into())
+}

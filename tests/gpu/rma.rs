@@ -140,12 +140,7 @@ fn alltoall_on_pe(shmem: &Shmem, chunks: &[usize], ops: &[u32]) -> gpushmem::Res
 }
 
 fn report(failures: Vec<Vec<String>>) -> TestResult {
-    let all: Vec<String> = failures.into_iter().flatten().collect();
-    if all.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{} failures:\n{}", all.len(), all.iter().take(20).cloned().collect::<Vec<_>>().join("\n")).into())
-    }
+    fail_if_any(&failures.into_iter().flatten().collect::<Vec<_>>())
 }
 
 /// Sizes 1 B … 64 MiB with odd lengths, and misaligned offsets.

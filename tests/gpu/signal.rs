@@ -111,14 +111,7 @@ pub fn pipeline(n: usize) -> TestResult {
     let runs = runs();
     let per_pe = threads(n, 16 << 20, |shmem| pipeline_on_pe(shmem, &runs))?;
     let failures: Vec<String> = per_pe.iter().flat_map(|(_, f)| f.iter().cloned()).collect();
-    if !failures.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            failures.len(),
-            failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&failures)?;
     // The slowest PE's time per run.
     let slowest = |i: usize| per_pe.iter().map(|(t, _)| t[i]).max().unwrap_or_default();
     let first = slowest(0);
@@ -287,14 +280,7 @@ pub fn strided_ring(n: usize) -> TestResult {
         Ok(f)
     })?;
     let all: Vec<String> = per_pe.into_iter().flatten().collect();
-    if !all.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            all.len(),
-            all.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&all)?;
     println!(
         "  strided ring {n} PEs: {} cases × {} ops × 2 types (u16, u64), strides -5..7, every element checked, in {:.1?}",
         STRIDED_CASES.len(),

@@ -197,14 +197,7 @@ pub fn layout() -> TestResult {
             rows.iter().map(|(_, h)| h.clone()).collect::<Vec<_>>()
         ));
     }
-    if !bad.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            bad.len(),
-            bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&bad)?;
     println!(
         "  {n} PEs: {} teams (strided, skipping, nested, 2D incl. uneven rows, a destroyed slot): host and device \
          agree on my_pe, n_pes and every translation; handles {:?}",
@@ -431,14 +424,7 @@ pub fn slots() -> TestResult {
     if rows.iter().any(|(_, h)| h != &rows[0].1) {
         bad.push("team handles differ across PEs".into());
     }
-    if !bad.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            bad.len(),
-            bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&bad)?;
     println!(
         "  {n} PEs: 100 create/barrier/destroy cycles in one slot; {} live teams max; every error on every PE",
         MAX_TEAMS - 1
@@ -523,14 +509,7 @@ pub fn barrier_rounds() -> TestResult {
         Ok(bad)
     })?;
     let bad: Vec<String> = rows.into_iter().flatten().collect();
-    if !bad.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            bad.len(),
-            bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&bad)?;
     println!(
         "  {n} PEs: 6 team shapes × {} forms × {rounds} rounds, every slot checked, in {:.1?}",
         BARRIER_FORMS.len(),
@@ -606,14 +585,7 @@ pub fn alternating() -> TestResult {
         Ok((bad, times))
     })?;
     let bad: Vec<String> = rows.iter().flat_map(|(b, _)| b.iter().cloned()).collect();
-    if !bad.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            bad.len(),
-            bad.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&bad)?;
     let slowest: f64 = (0..rows[0].1.len()).map(|i| rows.iter().map(|(_, t)| t[i]).fold(0.0, f64::max)).sum();
     println!(
         "  {n} PEs: 3 team pairs × 3 forms × {iters} alternating collectives, every result checked, kernels {slowest:.2} s, \

@@ -398,14 +398,7 @@ pub fn table(n: usize, shift: u32) -> TestResult {
     })?;
     let cases = per_pe[0].0;
     let all: Vec<String> = per_pe.into_iter().flat_map(|(_, f)| f).collect();
-    if !all.is_empty() {
-        return Err(format!(
-            "{} failures:\n{}",
-            all.len(),
-            all.iter().take(30).cloned().collect::<Vec<_>>().join("\n")
-        )
-        .into());
-    }
+    fail_if_any(&all)?;
     println!(
         "  wait/test table, {n} PE(s), setter {}: {cases} cases (6 comparisons × u32/u64/i32/i64 × \
          wait_until/test, _all/_any/_some, plain and _vector), 3 stages each, all as expected, in {:.1?}",
