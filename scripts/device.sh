@@ -22,7 +22,7 @@ for line in sys.stdin:
         t = m["target"]; name = t["name"] if t["kind"] != ["lib"] else t["name"] + "-unit"
         shutil.copy(m["executable"], os.path.join("stage", name))
 '
-for b in target/release/gpushmem-run target/release/gpushmem-perf target/release/examples/ring; do
+for b in target/release/gpushmem-run target/release/gpushmem-perf target/release/gpushmem-info target/release/examples/ring; do
   [ -f "$b" ] && cp "$b" stage/
 done
 cp scripts/device-run.sh stage/run.sh

@@ -1,0 +1,120 @@
+//! gpushmem-info: what this machine offers gpushmem — the kernel toolchain
+//! (rustup components, ptxas), the GPUs and their pairwise peer access, the
+//! settings the environment selects and the launcher variables it sees.
+//! Works without a GPU (says so) and exits 0 unless a setting is invalid.
+
+use gpushmem::bootstrap::env::LaunchEnv;
+use gpushmem::cudarc::driver::{result, sys};
+use gpushmem::Config;
+use std::process::ExitCode;
+
+fn toolchain() {
+    println!("kernel toolchain:");
+    let rustc = std::env::var_os("RUSTC").map(std::path::PathBuf::from).unwrap_or_else(|| "rustc".into());
+    match gpushmem_build::check_components(&rustc) {
+        Ok(()) => {
+            println!("  rustup components rust-src, llvm-tools, llvm-bitcode-linker: present ({})", rustc.display())
+        }
+        Err(e) => println!("  {e}"),
+    }
+    match gpushmem_build::find_ptxas() {
+        Some(p) => println!("  ptxas: {}", p.display()),
+        None => println!("  ptxas: not found (GPUSHMEM_PTXAS or PATH; scripts/setup.sh installs it): PTX is not checked at build time"),
+    }
+    println!(
+        "  target architecture: {}",
+        std::env::var("GPUSHMEM_ARCH").unwrap_or_else(|_| gpushmem_build::DEFAULT_ARCH.into())
+    );
+}
+
+fn p2p(attr: sys::CUdevice_P2PAttribute, a: sys::CUdevice, b: sys::CUdevice) -> i32 {
+    let mut v = 0;
+    // SAFETY: a query on valid device handles.
+    match unsafe { sys::cuDeviceGetP2PAttribute(&mut v, attr, a, b) }.result() {
+        Ok(()) => v,
+        Err(_) => -1,
+    }
+}
+
+fn gpus() {
+    println!("GPUs:");
+    let n = match gpushmem::gpu_available() {
+        Ok(n) => n,
+        Err(e) => {
+            println!("  {e}");
+            return;
+        }
+    };
+    let mut version = 0;
+    // SAFETY: a plain query.
+    let _ = unsafe { sys::cuDriverGetVersion(&mut version) };
+    println!("  CUDA driver API {}.{}; {n} device(s)", version / 1000, version % 1000 / 10);
+    let devs: Vec<sys::CUdevice> = (0..n).filter_map(|i| result::device::get(i as i32).ok()).collect();
+    for (i, &d) in devs.iter().enumerate() {
+        let name = result::device::get_name(d).unwrap_or_else(|e| format!("? ({e})"));
+        // SAFETY: plain queries on a valid device handle.
+        let mem = unsafe { result::device::total_mem(d) }.unwrap_or(0);
+        let attr = |a| unsafe { result::device::get_attribute(d, a) }.unwrap_or(-1);
+        let (maj, min) = (
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        );
+        let sms = attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+        println!("  [{i}] {name}: sm_{maj}{min}, {sms} SMs, {:.1} GiB", mem as f64 / (1u64 << 30) as f64);
+    }
+    if devs.len() > 1 {
+        println!("  peer access (access / native atomics / performance rank; NVLink shows native atomics):");
+        for (i, &a) in devs.iter().enumerate() {
+            for (j, &b) in devs.iter().enumerate().filter(|(j, _)| *j != i) {
+                use sys::CUdevice_P2PAttribute as P;
+                println!(
+                    "    {i} -> {j}: {} / {} / {}",
+                    p2p(P::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, a, b),
+                    p2p(P::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, a, b),
+                    p2p(P::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, a, b)
+                );
+            }
+        }
+    }
+}
+
+fn settings() -> Result<(), gpushmem::Error> {
+    println!("settings (environment):");
+    let c = Config::from_env()?;
+    println!("  symmetric heap per PE: {} bytes (GPUSHMEM_SYMMETRIC_SIZE)", c.heap_size);
+    println!("  bootstrap timeout: {:?} (GPUSHMEM_BOOTSTRAP_TIMEOUT)", c.bootstrap_timeout);
+    match c.device_timeout {
+        Some(t) => println!("  device wait timeout: {t:?} (GPUSHMEM_TIMEOUT)"),
+        None => println!("  device wait timeout: off — waits can hang forever (GPUSHMEM_TIMEOUT=0)"),
+    }
+    println!("  device debug checks: {} (GPUSHMEM_DEBUG_CHECKS)", if c.debug_checks { "on" } else { "off" });
+    match LaunchEnv::from_env()? {
+        Some(e) => println!(
+            "  launched by {}: PE {} of {}, local {} of {}, device {:?}, rendezvous {}",
+            e.source,
+            e.rank,
+            e.size,
+            e.local_rank,
+            e.local_size,
+            e.device,
+            e.rendezvous.display()
+        ),
+        None => println!(
+            "  no launcher variables: a program started like this is a job of one PE (or uses gpushmem::Threads)"
+        ),
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    println!("gpushmem {}", env!("CARGO_PKG_VERSION"));
+    toolchain();
+    gpus();
+    match settings() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("  {e}");
+            ExitCode::from(1)
+        }
+    }
+}
