@@ -303,3 +303,34 @@ fn rendezvous_path_that_is_not_a_socket_is_left_alone() {
     assert_eq!(std::fs::read(&path).unwrap(), b"precious");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Jobs made one after another on the same rendezvous path (as the GPU tests'
+/// process mode does: one `Shmem` per test step), with PE 0 the slowest to come
+/// back: the later PEs must wait for its new listener, not reach a stale one.
+#[test]
+fn sequential_jobs_on_one_path() {
+    let path = socket_path("sequential");
+    let handles = spawn_pes(0..3, 3, &path, Duration::from_secs(10), |_| ());
+    for h in handles {
+        h.join().unwrap();
+    }
+    for round in 0..5u8 {
+        let hs: Vec<_> = (0..3usize)
+            .map(|rank| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    if rank == 0 {
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                    let b = SocketBootstrap::connect(&env(rank, 3, &path), Duration::from_secs(10)).unwrap();
+                    let all = b.allgather(&[rank as u8, round]).unwrap();
+                    assert_eq!(all, vec![vec![0, round], vec![1, round], vec![2, round]]);
+                    b.barrier().unwrap();
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+    }
+}
