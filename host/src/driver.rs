@@ -24,6 +24,31 @@ pub fn device_count() -> Result<usize> {
     Ok(n as usize)
 }
 
+/// Device memory from [`mem_alloc`] in `ctx`, freed (with `ctx` bound) on drop.
+pub(crate) struct DeviceBuffer {
+    /// The device address.
+    pub ptr: u64,
+    ctx: std::sync::Arc<cudarc::driver::CudaContext>,
+}
+
+impl DeviceBuffer {
+    /// `bytes` of device memory in `ctx` (bound to this thread first).
+    pub fn alloc(ctx: &std::sync::Arc<cudarc::driver::CudaContext>, bytes: u64) -> Result<DeviceBuffer> {
+        ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
+        Ok(DeviceBuffer { ptr: mem_alloc(bytes)?, ctx: ctx.clone() })
+    }
+}
+
+impl Drop for DeviceBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: owned allocation; its users (kernels, peers) are done by the time it drops.
+        if let Err(e) = unsafe { mem_free(self.ptr) } {
+            log::warn!("freeing device memory at {:#x}: {e}", self.ptr);
+        }
+    }
+}
+
 /// `cuMemAlloc`: `bytes` of device memory in the current context.
 pub(crate) fn mem_alloc(bytes: u64) -> Result<u64> {
     // SAFETY: plain allocation; the caller frees it with `mem_free`.

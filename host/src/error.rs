@@ -137,6 +137,17 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// Puts `context` in front of a CUDA error's description of the call
+    /// (what the caller was doing); other errors pass through unchanged.
+    pub(crate) fn in_context(self, context: impl FnOnce() -> String) -> Error {
+        match self {
+            Error::Cuda { call, source } => Error::Cuda { call: format!("{}: {call}", context()), source },
+            other => other,
+        }
+    }
+}
+
 /// Wraps a driver error with the call it came from.
 pub(crate) trait CudaContext<T> {
     /// Adds the call's description.

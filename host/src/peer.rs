@@ -65,8 +65,8 @@ pub(crate) struct PeerMap {
     pub bases: Vec<u64>,
     /// What every PE published.
     pub infos: Vec<PeerInfo>,
-    /// Device copy of `bases`.
-    pub table: u64,
+    /// Device copy of `bases` (set once built).
+    pub table: Option<driver::DeviceBuffer>,
     /// Mappings made with `cuIpcOpenMemHandle`, closed on drop.
     opened: Vec<u64>,
     ctx: Arc<CudaContext>,
@@ -109,7 +109,8 @@ impl PeerMap {
                 detail: format!("PE {me} has {} bytes, PE {pe} has {} bytes", heap.size, other.heap_size),
             });
         }
-        let mut map = PeerMap { bases: Vec::new(), infos: Vec::new(), table: 0, opened: Vec::new(), ctx: ctx.clone() };
+        let mut map =
+            PeerMap { bases: Vec::new(), infos: Vec::new(), table: None, opened: Vec::new(), ctx: ctx.clone() };
         ctx.bind_to_thread().map_err(|source| Error::Cuda { call: "cuCtxSetCurrent".into(), source })?;
         for (pe, info) in infos.iter().enumerate() {
             let base = if pe == me {
@@ -125,22 +126,18 @@ impl PeerMap {
                     peer: pe,
                     why: "could not export its heap with cuIpcGetMemHandle".into(),
                 })?;
-                let p = driver::ipc_open(handle).map_err(|e| Error::Cuda {
-                    call: format!("mapping PE {pe}'s heap (process {}, device {}): {e}", info.pid, info.device),
-                    source: match e {
-                        Error::Cuda { source, .. } => source,
-                        _ => cudarc::driver::DriverError(cudarc::driver::sys::cudaError_enum::CUDA_ERROR_UNKNOWN),
-                    },
+                let p = driver::ipc_open(handle).map_err(|e| {
+                    e.in_context(|| format!("mapping PE {pe}'s heap (process {}, device {})", info.pid, info.device))
                 })?;
                 map.opened.push(p);
                 p
             };
             map.bases.push(base);
         }
-        let table = driver::mem_alloc((8 * infos.len()) as u64)?;
-        map.table = table;
+        let table = driver::DeviceBuffer::alloc(ctx, (8 * infos.len()) as u64)?;
         // SAFETY: `table` holds n_pes u64s.
-        unsafe { driver::copy_htod(stream.cu_stream(), table, &map.bases) }?;
+        unsafe { driver::copy_htod(stream.cu_stream(), table.ptr, &map.bases) }?;
+        map.table = Some(table);
         map.infos = infos;
         Ok(map)
     }
@@ -162,10 +159,6 @@ impl Drop for PeerMap {
             if let Err(e) = unsafe { driver::ipc_close(p) } {
                 log::warn!("closing a peer heap mapping: {e}");
             }
-        }
-        if self.table != 0 {
-            // SAFETY: allocated by `build`.
-            let _ = unsafe { driver::mem_free(self.table) };
         }
     }
 }

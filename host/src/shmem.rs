@@ -441,11 +441,11 @@ fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMa
         n_pes: boot.size() as u32,
         heap_base: heap.base,
         heap_size: heap.size,
-        peer_bases: peers.table,
+        peer_bases: peers.table.as_ref().map_or(0, |t| t.ptr),
         flags: if config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 },
         reserved0: 0,
         timeout_ns: config.device_timeout.map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
-        teams: teams.table,
+        teams: teams.table.ptr,
         reserved: [0; 3],
     }
 }

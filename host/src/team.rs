@@ -54,10 +54,9 @@ impl Team {
 
 /// The team slots of one PE: the host's copy and the device table.
 pub(crate) struct TeamTable {
-    /// Device address of `[TeamDesc; MAX_TEAMS]`.
-    pub table: u64,
+    /// Device `[TeamDesc; MAX_TEAMS]`.
+    pub table: driver::DeviceBuffer,
     descs: Mutex<[TeamDesc; MAX_TEAMS as usize]>,
-    ctx: Arc<CudaContext>,
 }
 
 const UNUSED: TeamDesc = TeamDesc { start: 0, stride: 0, size: 0, my_index: NOT_A_MEMBER };
@@ -67,23 +66,14 @@ impl TeamTable {
     pub fn new(ctx: &Arc<CudaContext>, stream: &CudaStream, my_pe: usize, n_pes: usize) -> Result<TeamTable> {
         let mut descs = [UNUSED; MAX_TEAMS as usize];
         descs[0] = TeamDesc { start: 0, stride: 1, size: n_pes as u32, my_index: my_pe as u32 };
-        let table = driver::mem_alloc((MAX_TEAMS as usize * std::mem::size_of::<TeamDesc>()) as u64)?;
-        let t = TeamTable { table, descs: Mutex::new(descs), ctx: ctx.clone() };
+        let table = driver::DeviceBuffer::alloc(ctx, (MAX_TEAMS as usize * std::mem::size_of::<TeamDesc>()) as u64)?;
         // SAFETY: `table` holds MAX_TEAMS descriptors.
-        unsafe { driver::copy_htod(stream.cu_stream(), table, bytemuck::cast_slice::<TeamDesc, u8>(&descs)) }?;
-        Ok(t)
+        unsafe { driver::copy_htod(stream.cu_stream(), table.ptr, bytemuck::cast_slice::<TeamDesc, u8>(&descs)) }?;
+        Ok(TeamTable { table, descs: Mutex::new(descs) })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, [TeamDesc; MAX_TEAMS as usize]> {
         self.descs.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl Drop for TeamTable {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated in `new`; no kernel runs any more.
-        let _ = unsafe { driver::mem_free(self.table) };
     }
 }
 
@@ -144,7 +134,7 @@ impl Shmem {
         for (&slot, d) in slots.iter().zip(descs) {
             // SAFETY: the slot lies in the reserved start of this PE's heap.
             unsafe { driver::zero(stream, self.heap.base + TeamDesc::slot_offset(slot), TEAM_SLOT_BYTES) }?;
-            let at = self.teams.table + slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
+            let at = self.teams.table.ptr + slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
             // SAFETY: entry `slot` of the device table.
             unsafe { driver::copy_htod(stream, at, bytemuck::bytes_of(d)) }?;
             self.teams.lock()[slot as usize] = *d;
@@ -233,7 +223,7 @@ impl Shmem {
         self.agree_checked("team_destroy", &[team.slot as u64], local)?;
         let stream = self.stream().cu_stream();
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
-        let at = self.teams.table + team.slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
+        let at = self.teams.table.ptr + team.slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
         // SAFETY: entry `slot` of the device table.
         unsafe { driver::copy_htod(stream, at, bytemuck::bytes_of(&UNUSED)) }?;
         self.teams.lock()[team.slot as usize] = UNUSED;

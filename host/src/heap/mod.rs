@@ -63,22 +63,13 @@ impl<T> SymSlice<T> {
     }
 }
 
-/// One PE's heap memory and its allocator; freed on drop.
+/// One PE's heap memory (freed on drop) and its allocator.
 pub(crate) struct Heap {
+    /// Device address of the heap (`mem.ptr`, kept at hand).
     pub base: u64,
     pub size: u64,
     pub alloc: Mutex<Allocator>,
-    ctx: std::sync::Arc<cudarc::driver::CudaContext>,
-}
-
-impl Drop for Heap {
-    fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
-        // SAFETY: every PE has passed the final barrier (or failed); nobody uses the heap.
-        if let Err(e) = unsafe { driver::mem_free(self.base) } {
-            log::warn!("freeing the symmetric heap: {e}");
-        }
-    }
+    _mem: driver::DeviceBuffer,
 }
 
 impl Heap {
@@ -95,23 +86,17 @@ impl Heap {
                 why: format!("must exceed the {RESERVED_HEAP_BYTES} bytes the library reserves"),
             });
         }
-        let base = driver::mem_alloc(size).map_err(|e| match e {
-            Error::Cuda { source, .. } => Error::Cuda {
-                call: format!(
+        let mem = driver::DeviceBuffer::alloc(ctx, size).map_err(|e| {
+            e.in_context(|| {
+                format!(
                     "allocating the {size}-byte symmetric heap (GPUSHMEM_SYMMETRIC_SIZE; free device memory: {} bytes)",
                     cudarc::driver::result::mem_get_info().map(|m| m.0).unwrap_or(0)
-                ),
-                source,
-            },
-            other => other,
+                )
+            })
         })?;
-        // SAFETY: just allocated, `size` bytes.
-        if let Err(e) = unsafe { driver::zero(stream, base, size) } {
-            // SAFETY: not shared with anyone yet.
-            let _ = unsafe { driver::mem_free(base) };
-            return Err(e);
-        }
-        Ok(Heap { base, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)), ctx: ctx.clone() })
+        // SAFETY: just allocated, `size` bytes (freed by `mem`'s drop on an error).
+        unsafe { driver::zero(stream, mem.ptr, size) }?;
+        Ok(Heap { base: mem.ptr, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)), _mem: mem })
     }
 
     /// Fails unless `[addr, addr + len)` is inside this heap.
