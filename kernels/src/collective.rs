@@ -81,12 +81,24 @@ unsafe fn alltoall_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, g:
     team_sync_group(team, g, false, call);
 }
 
+/// Members combined per pass over `dest`: their addresses stay in registers
+/// and one load from each is in flight before the first combine.
+const BATCH: usize = 8;
+
+/// 16 bytes of elements, aligned so that any element type can be viewed in it.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Unit([u32; 4]);
+
 /// `dest[i] = op over members m (in order) of m's src[i]`, for `i` in `0..n`, split over `g`.
 ///
-/// Member-outer: each member's buffer is translated (and checked) once, then
-/// streamed; `dest` accumulates. Every thread keeps the same elements in every
-/// pass, so no synchronization is needed between passes, and the combination
-/// order (member 0, 1, …) and per-step rounding match an element-outer loop.
+/// Element-outer in batches of [`BATCH`] members: each thread loads one unit
+/// (16 bytes when `dest` and `src` are 16-byte aligned, else one element) from
+/// every member of the batch, folds them in member order and stores once; a
+/// team larger than the batch takes further passes that fold `dest` with the
+/// next members. Memory traffic is `n` reads per member plus one write (and
+/// one re-read per extra pass). The order (member 0, 1, …) and per-step
+/// rounding are the same on every member, so results are bitwise identical.
 #[inline(always)]
 unsafe fn combine<T: Reducible>(
     d: &abi::TeamDesc,
@@ -97,15 +109,85 @@ unsafe fn combine<T: Reducible>(
     g: Group,
     call: &CStr,
 ) {
-    let bytes = n * core::mem::size_of::<T>();
-    for m in 0..d.size {
-        let theirs = remote(src.cast(), bytes, d.world_pe(m), call) as *const T;
-        let mut i = g.rank;
-        while i < n {
-            let v = *theirs.add(i);
-            *dest.add(i) = if m == 0 { v } else { T::apply(op, *dest.add(i), v) };
-            i += g.size;
+    let size = core::mem::size_of::<T>();
+    let bytes = n * size;
+    let vector = (dest as usize | src as usize) & 15 == 0;
+    let lanes = 16 / size;
+    let vector_elems = if vector { n / lanes * lanes } else { 0 };
+    let mut first = 0u32;
+    while first < d.size {
+        let count = (d.size - first).min(BATCH as u32) as usize;
+        let mut from = [core::ptr::null::<T>(); BATCH];
+        // Fixed trip counts with guards (here and in `fold_units`): the arrays stay in registers.
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..BATCH {
+            if k < count {
+                from[k] = remote(src.cast(), bytes, d.world_pe(first + k as u32), call) as *const T;
+            }
         }
+        let fold_dest = first > 0;
+        if vector {
+            fold_units::<T, true>(&from, count, dest, fold_dest, vector_elems / lanes, 0, op, g);
+        }
+        // The rest (or everything, when unaligned), one element per unit.
+        fold_units::<T, false>(&from, count, dest, fold_dest, n - vector_elems, vector_elems, op, g);
+        first += BATCH as u32;
+    }
+}
+
+/// Folds `units` units starting at element `at` (units of 16 bytes if `VECTOR`,
+/// else of one element) of the `count` member buffers in `from` into `dest`,
+/// after `dest`'s own value when `fold_dest`. Every thread of `g` calls.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
+    from: &[*const T; BATCH],
+    count: usize,
+    dest: *mut T,
+    fold_dest: bool,
+    units: usize,
+    at: usize,
+    op: ReduceOp,
+    g: Group,
+) {
+    let lanes = if VECTOR { 16 / core::mem::size_of::<T>() } else { 1 };
+    let load = |p: *const T| -> Unit {
+        let mut u = Unit([0; 4]);
+        if VECTOR {
+            u.0 = crate::ptx::ld_global_v4(p.cast());
+        } else {
+            *(u.0.as_mut_ptr() as *mut T) = *p;
+        }
+        u
+    };
+    let mut i = g.rank;
+    while i < units {
+        let e = at + i * lanes;
+        // All loads first: they are independent, so they overlap in flight.
+        let mut x = [Unit([0; 4]); BATCH];
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..BATCH {
+            if k < count {
+                x[k] = load(from[k].add(e));
+            }
+        }
+        let mut acc = if fold_dest { load(dest.add(e)) } else { x[0] };
+        let a = acc.0.as_mut_ptr() as *mut T;
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..BATCH {
+            if k < count && (k > 0 || fold_dest) {
+                let b = x[k].0.as_ptr() as *const T;
+                for l in 0..lanes {
+                    *a.add(l) = T::apply(op, *a.add(l), *b.add(l));
+                }
+            }
+        }
+        if VECTOR {
+            crate::ptx::st_global_v4(dest.add(e).cast(), acc.0);
+        } else {
+            *dest.add(e) = *a;
+        }
+        i += g.size;
     }
 }
 

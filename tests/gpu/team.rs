@@ -469,9 +469,12 @@ pub fn barrier_rounds() -> TestResult {
         ];
         let module = kernels(shmem)?;
         let k = module.kernel("team_barrier_rounds")?;
-        let buf = shmem.calloc::<u64>(2 * n)?;
-        let stream = shmem.stream();
         let runs = configs.len() * BARRIER_FORMS.len();
+        // Each run has its own slots: a PE that has finished one run may write
+        // the next run's slots of a peer that is still checking its last round
+        // in another team of the same shape.
+        let buf = shmem.calloc::<u64>(2 * n * runs)?;
+        let stream = shmem.stream();
         let errors = stream.alloc_zeros::<u32>(runs).cu("alloc")?;
         let e0 = dptr(&errors, stream);
         for (ci, &(_, h)) in configs.iter().enumerate() {
@@ -482,7 +485,7 @@ pub fn barrier_rounds() -> TestResult {
                     shmem,
                     &k,
                     h,
-                    buf.as_kernel_ptr(),
+                    buf.as_kernel_ptr() + (2 * n * run * 8) as u64,
                     run as u64 * 1_000_000,
                     rounds,
                     e0 + 4 * run as u64,
