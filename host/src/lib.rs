@@ -20,6 +20,25 @@
 //! shmem.barrier_all()?;
 //! # Ok::<(), gpushmem::Error>(())
 //! ```
+//!
+//! Misuse the compiler rejects (see `docs/errors.md` for the rest): a slice
+//! used after `free`, and a `Shmem` used after `finalize`, both of which take
+//! their argument by value.
+//!
+//! ```compile_fail,E0382
+//! let shmem = gpushmem::Shmem::init()?;
+//! let buf = shmem.calloc::<u32>(16)?;
+//! shmem.free(buf)?;
+//! let _ = shmem.read(&buf); // use after free
+//! # Ok::<(), gpushmem::Error>(())
+//! ```
+//!
+//! ```compile_fail,E0382
+//! let shmem = gpushmem::Shmem::init()?;
+//! shmem.finalize()?;
+//! let _ = shmem.malloc::<u8>(16); // use after finalize
+//! # Ok::<(), gpushmem::Error>(())
+//! ```
 #![warn(missing_docs)]
 
 pub mod bootstrap;

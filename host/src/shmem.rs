@@ -212,9 +212,28 @@ impl Shmem {
     /// rejects its arguments every PE fails — the rejecting PE with its own
     /// error, the others naming it — and no PE is left waiting in the exchange.
     pub(crate) fn agree_checked(&self, call: &'static str, args: &[u64], local: Result<()>) -> Result<()> {
-        let mut mine: Vec<u8> = vec![local.is_ok() as u8];
+        // [verdict][name length][name][args]: the name catches PEs that are in
+        // different collective calls (one in malloc, another in barrier_all).
+        let mut mine: Vec<u8> = vec![local.is_ok() as u8, call.len().min(255) as u8];
+        mine.extend(&call.as_bytes()[..call.len().min(255)]);
+        let head = mine.len();
         mine.extend(args.iter().flat_map(|a| a.to_le_bytes()));
         let all = self.bootstrap.allgather(&mine)?;
+        let name_of = |b: &[u8]| -> String {
+            let len = b.get(1).copied().unwrap_or(0) as usize;
+            String::from_utf8_lossy(b.get(2..2 + len).unwrap_or(b"?")).into_owned()
+        };
+        if all.iter().any(|b| name_of(b) != call) {
+            let calls: Vec<String> = all.iter().enumerate().map(|(pe, b)| format!("PE {pe}: {}", name_of(b))).collect();
+            return Err(Error::Mismatch {
+                me: self.my_pe(),
+                call,
+                detail: format!(
+                    "PEs are in different collective calls ({}); every PE must make the same collective calls in the same order",
+                    calls.join(", ")
+                ),
+            });
+        }
         local?;
         if let Some(pe) = all.iter().position(|b| b.first() != Some(&1)) {
             return Err(Error::Mismatch {
@@ -223,8 +242,8 @@ impl Shmem {
                 detail: format!("PE {pe} rejected its arguments (its own error says why)"),
             });
         }
-        let all: Vec<Vec<u8>> = all.into_iter().map(|b| b[1..].to_vec()).collect();
-        let mine = mine[1..].to_vec();
+        let all: Vec<Vec<u8>> = all.into_iter().map(|b| b.get(head..).unwrap_or_default().to_vec()).collect();
+        let mine = mine[head..].to_vec();
         if all.iter().any(|a| a != &mine) {
             let detail = all
                 .iter()
@@ -402,9 +421,11 @@ impl Shmem {
     }
 
     /// Host barrier: waits for this PE's stream, then for every PE to arrive (collective).
+    /// A PE that is in another collective call (say `malloc`) makes every PE fail with
+    /// [`Error::Mismatch`] naming each PE's call.
     pub fn barrier_all(&self) -> Result<()> {
         self.synchronize()?;
-        self.bootstrap.barrier()
+        self.agree("barrier_all", &[])
     }
 
     /// Collective: waits for every PE's work, unmaps the peers' heaps and

@@ -109,6 +109,27 @@ fn pe_ignoring_sigterm_is_killed_after_the_grace_period() {
 }
 
 #[test]
+fn wait_others_lets_survivors_end_on_their_own() {
+    let out = scratch("wait-others");
+    // PE 1 dies; PE 0 notices by itself (here: a file check) and fails with its own
+    // status; PE 2 never ends and is killed after the grace period.
+    let script = r#"case "$GPUSHMEM_RANK" in
+        1) kill -9 $$ ;;
+        0) sleep 0.3; echo "PE 0 saw its peer gone"; exit 7 ;;
+        *) trap '' TERM; sleep 30 ;;
+        esac"#;
+    let (o, took) = launch(&["-n", "3", "--grace", "1", "--wait-others", "--", "sh", "-c", script], &out);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(128 + 9), "the first failure's status: {err}");
+    assert!(err.contains("PE 1") && err.contains("signal 9"), "{err}");
+    assert!(err.contains("waiting up to 1 s for the other 2 PE(s)"), "{err}");
+    assert!(!err.contains("SIGTERM now"), "no SIGTERM with --wait-others: {err}");
+    assert!(err.contains("PE 0") && err.contains("exited with status 7"), "survivor's own failure reported: {err}");
+    assert!(err.contains("PE 2") && err.contains("after the first failure; sending SIGKILL"), "{err}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+}
+
+#[test]
 fn exit_status_is_propagated() {
     let out = scratch("status");
     let (o, _) = launch(&["-n", "3", "sh", "-c", r#"[ "$GPUSHMEM_RANK" = 2 ] && exit 3; exit 0"#], &out);

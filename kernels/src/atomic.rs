@@ -7,7 +7,7 @@
 //! only by `fence`/`quiet`/barriers. `atomic_fetch` is a `ld.relaxed.sys`,
 //! `atomic_set` a `st.relaxed.sys` (atomic at the word).
 
-use crate::rma::remote;
+use crate::rma::remote_elem;
 use core::arch::asm;
 
 /// A word the remote atomics work on. Implemented for `u32`, `u64`, `i32`, `i64`.
@@ -121,7 +121,7 @@ atomic_word!(i64, reg64, "u64", "b64");
 
 #[inline(always)]
 unsafe fn target<T>(dest: *const T, pe: u32, call: &core::ffi::CStr) -> *mut T {
-    remote(dest.cast(), core::mem::size_of::<T>(), pe, call).cast()
+    remote_elem(dest, pe, call)
 }
 
 macro_rules! fetch_op {

@@ -60,6 +60,20 @@ pub fn check_symmetric(ptr: *const u8, bytes: usize, call: &CStr) {
     }
 }
 
+/// With debug checks on: traps unless `ptr` is aligned for a `T` (an element
+/// access at a misaligned address would otherwise fault the whole context
+/// with a bare "misaligned address").
+#[inline(always)]
+pub fn check_aligned<T>(ptr: *const T, call: &CStr) {
+    let align = core::mem::align_of::<T>();
+    if checks_on() && !(ptr as usize).is_multiple_of(align) {
+        fail(
+            c"gpushmem: %s: address 0x%llx is not aligned to %llu bytes (its element type's alignment), on PE %llu\n",
+            &[call.as_ptr() as u64, ptr as u64, align as u64, state().my_pe as u64],
+        );
+    }
+}
+
 /// Traps with a message when no host has installed the device state in this module.
 #[inline(always)]
 pub fn check_installed(call: &CStr) {

@@ -34,6 +34,14 @@ pub(crate) unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) 
     p
 }
 
+/// [`remote`] for one `T` (a typed element access: `p`, `g`, atomics, signals),
+/// also checking (debug mode) that `sym` is aligned for `T`.
+#[inline(always)]
+pub(crate) unsafe fn remote_elem<T>(sym: *const T, pe: u32, call: &CStr) -> *mut T {
+    debug::check_aligned(sym, call);
+    remote(sym.cast(), core::mem::size_of::<T>(), pe, call).cast()
+}
+
 #[inline(always)]
 unsafe fn put_bytes(dest: *mut u8, src: *const u8, bytes: usize, pe: u32, g: Group, call: &CStr) {
     copy_bytes(remote(dest, bytes, pe, call), src, bytes, g);
@@ -50,7 +58,7 @@ unsafe fn get_bytes(dest: *mut u8, src: *const u8, bytes: usize, pe: u32, g: Gro
 /// `dest` is a symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
-    let r = remote(dest.cast(), core::mem::size_of::<T>(), pe, c"p") as *mut T;
+    let r = remote_elem(dest, pe, c"p");
     r.write_volatile(value);
 }
 
@@ -60,7 +68,7 @@ pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
 /// `src` is a symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32) -> T {
-    let r = remote(src.cast(), core::mem::size_of::<T>(), pe, c"g") as *const T;
+    let r = remote_elem(src, pe, c"g") as *const T;
     r.read_volatile()
 }
 

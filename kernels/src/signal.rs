@@ -10,7 +10,7 @@
 use crate::abi::{Cmp, SignalOp};
 use crate::copy::copy_bytes;
 use crate::group::Group;
-use crate::rma::remote;
+use crate::rma::{remote, remote_elem};
 use crate::{ptx, wait};
 use core::arch::asm;
 use core::ffi::CStr;
@@ -31,7 +31,7 @@ unsafe fn signal_release(sig: *mut u64, value: u64, op: SignalOp) {
 /// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
-    signal_release(remote(sig.cast(), 8, pe, c"signal_op").cast(), value, op)
+    signal_release(remote_elem(sig, pe, c"signal_op"), value, op)
 }
 
 /// Reads the local signal word (`nvshmem_signal_fetch`), with acquire semantics.
@@ -66,7 +66,7 @@ unsafe fn put_signal_bytes(
     call: &CStr,
 ) {
     let r = remote(dest, bytes, pe, call);
-    let s = remote(sig.cast(), 8, pe, call).cast::<u64>();
+    let s = remote_elem(sig, pe, call);
     copy_bytes(r, src, bytes, g);
     // Every thread's stores precede the leader's release (bar.sync, then a
     // cumulative release at system scope).

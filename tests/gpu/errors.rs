@@ -150,6 +150,15 @@ pub fn device_heap_check_traps() -> TestResult {
     )
 }
 
+/// Debug checks on: `p` of a `u32` at a misaligned address traps naming the call, the address and the alignment.
+pub fn device_misaligned_traps() -> TestResult {
+    expect_child(
+        "debug_misaligned",
+        &[("GPUSHMEM_DEBUG_CHECKS", "1")],
+        &["p: address 0x", "is not aligned to 4 bytes", "HOST-SAW-ERROR"],
+    )
+}
+
 /// A wait whose flag never comes ends with the timeout message, not a hang.
 pub fn device_wait_times_out() -> TestResult {
     expect_child(
@@ -198,8 +207,20 @@ pub fn launch_processes(
     env: &[(&str, &str)],
     timeout: Duration,
 ) -> Result<(bool, String, Duration), String> {
+    launch_processes_with(n, scenario, env, &["--grace", "5"], timeout)
+}
+
+/// [`launch_processes`] with the launcher options `launcher_args`.
+pub fn launch_processes_with(
+    n: usize,
+    scenario: &str,
+    env: &[(&str, &str)],
+    launcher_args: &[&str],
+    timeout: Duration,
+) -> Result<(bool, String, Duration), String> {
     let mut cmd = Command::new(launcher()?);
-    cmd.args(["-n", &n.to_string(), "--grace", "5", "--"]).arg(std::env::current_exe().map_err(|e| e.to_string())?);
+    cmd.args(["-n", &n.to_string()]).args(launcher_args).arg("--");
+    cmd.arg(std::env::current_exe().map_err(|e| e.to_string())?);
     cmd.env("GPUSHMEM_TEST_CHILD", scenario);
     // Every process must draw the same random data.
     cmd.env("GPUSHMEM_TEST_SEED", seed().to_string());

@@ -9,6 +9,7 @@ mod atomic;
 mod collective;
 mod common;
 mod errors;
+mod faults;
 mod rma;
 mod signal;
 mod smoke;
@@ -30,13 +31,16 @@ fn child_scenario(name: &str) -> ExitCode {
         }
     };
     match name {
-        "debug_pe_check" | "wait_timeout" | "debug_heap_check" => report((|| {
+        "debug_pe_check" | "wait_timeout" | "debug_heap_check" | "debug_misaligned" => report((|| {
             let shmem = gpushmem::Shmem::init()?;
             let m = kernels(&shmem)?;
             let buf = shmem.calloc::<u64>(4)?;
             unsafe {
                 if name == "debug_pe_check" {
                     shmem.launch(&m.kernel("p_to")?, one_block(32), (buf.as_kernel_ptr(), 5u32))?;
+                } else if name == "debug_misaligned" {
+                    // A u32 at 2 bytes past an 8-byte-aligned address.
+                    shmem.launch(&m.kernel("p_to")?, one_block(32), (buf.as_kernel_ptr() + 2, 0u32))?;
                 } else if name == "debug_heap_check" {
                     // One past the heap's end: not a symmetric address.
                     let s = shmem.device_state();
@@ -53,6 +57,7 @@ fn child_scenario(name: &str) -> ExitCode {
         other if other.starts_with("misuse_") => report(collective::misuse_child(other)),
         "coll_debug_checks" => collective::debug_checks_child(),
         "signal_wait_timeout" => report(signal::signal_wait_timeout_child()),
+        other if other.starts_with("die_in:") => faults::die_in(&other["die_in:".len()..]),
         "kill_pe1" => report((|| {
             let shmem = gpushmem::Shmem::init()?;
             if shmem.my_pe() == 1 {
@@ -142,10 +147,18 @@ fn gpu_tests() -> Vec<Test> {
         test("errors::host_bad_inputs", errors::host_bad_inputs),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),
         test("errors::device_heap_check_traps", errors::device_heap_check_traps),
+        test("errors::device_misaligned_traps", errors::device_misaligned_traps),
         test("errors::device_wait_times_out", errors::device_wait_times_out),
         test("lifecycle::init_finalize_100_cycles", smoke::init_finalize_cycles),
         test("errors::bootstrap_missing_pe", errors::bootstrap_missing_pe),
         test("errors::killed_pe_is_reported", errors::killed_pe_is_reported),
+        test("faults::killed_in_barrier", || faults::killed_in(faults::PHASES[0])),
+        test("faults::killed_in_put_loop", || faults::killed_in(faults::PHASES[1])),
+        test("faults::killed_in_malloc", || faults::killed_in(faults::PHASES[2])),
+        test("faults::heap_larger_than_gpu", faults::heap_larger_than_gpu),
+        test("faults::collective_called_by_some", faults::collective_called_by_some),
+        test("faults::missing_gpu", faults::missing_gpu),
+        test("faults::collective_bad_inputs", faults::collective_bad_inputs),
         test("sync::fence_orders_puts", sync::fence_orders_puts),
         test("sync::barrier_missing_is_detected", sync::barrier_missing_is_detected),
         test("errors::signal_wait_times_out", signal::signal_wait_times_out),

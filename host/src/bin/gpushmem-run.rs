@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "\
-usage: gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--] prog [args...]
+usage: gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] [--] prog [args...]
 
 Starts N processes of prog, one per PE, on this node.
 
@@ -29,6 +29,10 @@ Starts N processes of prog, one per PE, on this node.
                      around when the list is shorter than N) as GPUSHMEM_DEVICE
   --grace SECONDS    when a PE fails, how long the other PEs get after SIGTERM
                      before SIGKILL (default 10)
+  --wait-others      when a PE fails, send the others nothing: give them
+                     --grace seconds to end on their own (a bounded device
+                     wait or the bootstrap timeout reports the lost peer),
+                     then SIGKILL what is left; for testing failure handling
   -h, --help         show this help
 
 When a PE exits non-zero or is killed, the other PEs are ended too. The exit
@@ -41,6 +45,8 @@ struct Options {
     n: usize,
     gpus: Vec<usize>,
     grace: Duration,
+    /// On a failure, let the other PEs end by themselves instead of sending SIGTERM.
+    wait_others: bool,
     prog: OsString,
     args: Vec<OsString>,
 }
@@ -62,7 +68,7 @@ fn main() {
 
 /// `Ok(None)`: help was asked for.
 fn parse(args: Vec<OsString>) -> Result<Option<Options>, String> {
-    let (mut n, mut gpus, mut grace) = (None, Vec::new(), Duration::from_secs(10));
+    let (mut n, mut gpus, mut grace, mut wait_others) = (None, Vec::new(), Duration::from_secs(10), false);
     let mut it = args.into_iter();
     let mut command = Vec::new();
     while let Some(arg) = it.next() {
@@ -116,6 +122,7 @@ fn parse(args: Vec<OsString>) -> Result<Option<Options>, String> {
                     _ => return Err(format!("--grace expects seconds, e.g. 10 or 0.5, got {v:?}")),
                 }
             }
+            "--wait-others" => wait_others = true,
             _ => return Err(format!("unknown option {s:?}")),
         }
     }
@@ -123,7 +130,7 @@ fn parse(args: Vec<OsString>) -> Result<Option<Options>, String> {
     let n = n.ok_or("the number of PEs (-n N) is missing")?;
     let mut command = command.into_iter();
     let prog = command.next().ok_or("the program to run is missing")?;
-    Ok(Some(Options { n, gpus, grace, prog, args: command.collect() }))
+    Ok(Some(Options { n, gpus, grace, wait_others, prog, args: command.collect() }))
 }
 
 /// Signals received and not yet passed on, as a bit mask.
@@ -305,7 +312,7 @@ fn run(o: &Options) -> i32 {
             }
         }
     }
-    let code = supervise(&mut pes, failure, o.grace);
+    let code = supervise(&mut pes, failure, o.grace, o.wait_others);
     drop(dir);
     code
 }
@@ -314,8 +321,9 @@ fn display(s: &OsStr) -> String {
     String::from_utf8_lossy(s.as_bytes()).into_owned()
 }
 
-/// Waits for every PE; ends them all at the first failure or launcher signal.
-fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
+/// Waits for every PE; ends them all at the first failure or launcher signal
+/// (with `wait_others`, a failure only starts the grace period).
+fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_others: bool) -> i32 {
     // When the remaining PEs were sent SIGTERM (or a forwarded signal).
     let mut ending: Option<Instant> = None;
     let mut killed = false;
@@ -334,7 +342,7 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
             // a failed PE, or any PE once the job is ending, leaves nothing behind.
             match peek_exit(p.pid) {
                 None => continue,
-                Some(clean) if clean && ending.is_none() => {}
+                Some(clean) if clean && (ending.is_none() || wait_others) => {}
                 Some(_) => signal_group(p.pid, libc::SIGKILL),
             }
             let st = match p.child.try_wait() {
@@ -348,7 +356,7 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
             p.status = Some(st);
             if !st.success() {
                 // After the launcher started ending the job, PEs dying is expected: not reported.
-                if ending.is_none() {
+                if ending.is_none() || wait_others {
                     eprintln!("gpushmem-run: PE {} (pid {}) {}", p.rank, p.pid, describe(st));
                 }
                 failure.get_or_insert(exit_code(st));
@@ -357,7 +365,12 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
         let left = running(pes);
         if failure.is_some() && ending.is_none() {
             ending = Some(Instant::now());
-            if left > 0 {
+            if left > 0 && wait_others {
+                eprintln!(
+                    "gpushmem-run: waiting up to {} for the other {left} PE(s) to end on their own",
+                    fmt_secs(grace)
+                );
+            } else if left > 0 {
                 eprintln!(
                     "gpushmem-run: ending the other {left} PE(s): SIGTERM now, SIGKILL after {}",
                     fmt_secs(grace)
@@ -375,10 +388,11 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration) -> i32 {
                 killed = true;
                 for p in pes.iter().filter(|p| p.status.is_none()) {
                     eprintln!(
-                        "gpushmem-run: PE {} (pid {}) still running {} after SIGTERM; sending SIGKILL",
+                        "gpushmem-run: PE {} (pid {}) still running {} after {}; sending SIGKILL",
                         p.rank,
                         p.pid,
-                        fmt_secs(grace)
+                        fmt_secs(grace),
+                        if wait_others { "the first failure" } else { "SIGTERM" }
                     );
                     signal_group(p.pid, libc::SIGKILL);
                 }
