@@ -1,234 +1,183 @@
 //! gpushmem-perf: measurements in the manner of NVSHMEM's perftests, PEs as
-//! threads of this process. Every figure is the median of `--reps` timed runs
-//! after `--warmup` runs, timed with CUDA events on the measuring PE's stream.
+//! threads of this process (on one GPU they run concurrently; several GPUs are
+//! used round-robin when present). Every device figure is the median of
+//! `--reps` timed runs after `--warmup` runs, timed with CUDA events on the
+//! measuring PE's stream; host figures are wall-clock medians.
 //!
 //! ```text
-//! gpushmem-perf [all|put-bw|get-bw|pingpong|barrier] [--max-size BYTES] [--reps N] [--warmup N] [--csv FILE]
+//! gpushmem-perf [SUBCOMMAND ...] [OPTIONS]          (no subcommand = all)
+//! gpushmem-perf plot RESULTS.csv --png FILE          (re-plot a CSV; needs no GPU)
 //! ```
-//! - `put-bw`/`get-bw`: PE 0 moves S bytes to/from PE 1 with `putmem_nbi_block`/`getmem_nbi_block`
-//!   (grid = S / 64 KiB blocks × 1024 threads, at most 1056, as NVSHMEM's test), then `quiet`;
-//!   beside it `cuMemcpyDtoDAsync` of the same S on the same stream. GB/s = S / time.
-//! - `pingpong`: `put_signal_nbi` (8 B + signal SET) round trip between PE 0 and PE 1, 10^4 per run.
-//! - `barrier`: `barrier_all_block` latency for 2, 4 and 8 PEs, 10^4 per run.
+//!
+//! Subcommands (test names as in the table/CSV; `size` column in brackets):
+//! - `put-bw` / `get-bw` → `put_bw_<scope>`, `get_bw_<scope>` [bytes]: PE 0 moves
+//!   S bytes to / from PE 1 (S = `--min-size` … `--max-size`, doubling) in one
+//!   launch that ends with `quiet_block`; `--iters` launches per timed span. Scope `block`
+//!   (default): one chunk per block, `putmem_nbi_block`/`getmem_nbi_block`;
+//!   `warp`: one chunk per warp, `*_nbi_warp`; `thread`: one chunk per thread,
+//!   `putmem_nbi`/`getmem_nbi`. Grid = `--grid` or S / 64 KiB blocks (1 … 1056),
+//!   × `--block` (default 1024) threads, as NVSHMEM's put_bw. GB/s = S·iters /
+//!   time (10^9 B/s). Beside each point, `cuMemcpyDtoDAsync` of the same S (·iters) on
+//!   the same stream in the same run (the `cuMemcpy` column). With PEs on one GPU
+//!   both are device-local copies (peer = same HBM). The same buffers are reused
+//!   at every repetition, so 16–64 MiB stay in the H200's 60 MB L2 and read above
+//!   HBM speed (NVSHMEM's figures show the same); sizes ≥ 256 MiB measure HBM.
+//! - `latency` → `p_latency`, `g_latency` [8]: thread 0 of PE 0 does 10^4 ×
+//!   (`p` of a u64 to PE 1, then `quiet`), or 10^4 dependent `g`s (a pointer
+//!   chase) from PE 1, in one launch; µs per operation.
+//! - `pingpong` → `put_signal_pingpong` [8]: `put_signal_nbi` (8 B + signal SET)
+//!   round trip between PE 0 and PE 1, 10^4 per launch; µs per round trip.
+//! - `barrier` → `barrier_all_block`, `sync_all_block` [PEs]: 10^4 barriers per
+//!   launch by one 32-thread block per PE, for each PE count of `--pes` (2,4,8); µs each.
+//! - `atomic` → `atomic_fetch_add_latency` [8]: 10^4 dependent u64
+//!   `atomic_fetch_add`s by one thread of PE 0 on PE 1, µs each;
+//!   `atomic_add_throughput` [threads]: every thread of a grid (`--grid`, default
+//!   one block per SM, × `--block`, default 1024) does 64 `atomic_add`s on its own
+//!   counter on PE 1, Mops/s; `atomic_add_throughput_one_counter`: the same, all on
+//!   one counter. Every final counter value is checked (a wrong count fails the subcommand).
+//! - `collective` → `allreduce_sum_f32`, `allreduce_sum_bf16` [bytes per PE, 4 KiB …
+//!   `--coll-max-size` (64 MiB), ×4], `fcollect`, `alltoall` [bytes per PE block,
+//!   4 KiB … coll-max-size / PEs]: the stream-ordered collectives over `--npes`
+//!   (8) PEs; algbw GB/s and, as `<test>_busbw`, bus bandwidth as nccl-tests
+//!   defines it (allreduce ×2(n−1)/n, the others ×(n−1)/n); time = slowest PE's
+//!   median per operation, PEs lined up by a stream-ordered barrier before each
+//!   timed span of up to 16 back-to-back operations. Every result is checked
+//!   against a CPU reference (a mismatch fails the subcommand).
+//! - `init` → `init`, `malloc_1gib`, `calloc_1gib` [PEs]: wall-clock ms of setting
+//!   up `--npes` (8) PEs with a 1 GiB + 64 MiB heap each, and of a collective
+//!   1 GiB malloc / calloc (slowest PE).
+//!
+//! Options: `--min-size`/`--max-size BYTES` (8 / 1g), `--scope thread,warp,block|all`
+//! (block), `--grid N`, `--block N`, `--iters N` (1), `--reps N` (10), `--warmup N`
+//! (3), `--pes LIST` (2,4,8), `--npes N` (8), `--coll-max-size BYTES` (64m);
+//! output: the table on stdout always, `--csv FILE` (`test,size,gpushmem,baseline,unit`),
+//! `--json FILE`, `--png FILE` (bandwidth against size of every `*_bw_*` test and
+//! its baseline). A progress bar on stderr while sweeps run, when stderr is a
+//! terminal or `GPUSHMEM_PROGRESS=1`. A failing subcommand is reported with its
+//! name and the others still run; the exit status is then 1 (2 for bad usage or
+//! no GPU).
 
-use gpushmem::cudarc::driver::{sys::CUevent_flags, CudaStream};
-use gpushmem::{Config, LaunchConfig, Threads};
-use std::io::Write;
+#[path = "perf/atomic.rs"]
+mod atomic;
+#[path = "perf/bandwidth.rs"]
+mod bandwidth;
+#[path = "perf/collective.rs"]
+mod collective;
+#[path = "perf/common.rs"]
+mod common;
+#[path = "perf/font.rs"]
+mod font;
+#[path = "perf/init.rs"]
+mod init;
+#[path = "perf/latency.rs"]
+mod latency;
+#[path = "perf/opts.rs"]
+mod opts;
+#[path = "perf/output.rs"]
+mod output;
+#[path = "perf/plot.rs"]
+mod plot;
+#[path = "perf/progress.rs"]
+mod progress;
 
-const PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS"));
-const CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_BENCH_KERNELS"));
+use common::{BenchResult, Row};
+use std::process::ExitCode;
 
-struct Opts {
-    what: String,
-    max_size: u64,
-    reps: usize,
-    warmup: usize,
-    csv: Option<String>,
+const PLOT_TITLE: &str = "gpushmem put/get bandwidth";
+
+fn run_one(name: &str, o: &opts::Opts) -> BenchResult<Vec<Row>> {
+    match name {
+        "put-bw" => bandwidth::run(o, false),
+        "get-bw" => bandwidth::run(o, true),
+        "latency" => latency::p_g(o),
+        "pingpong" => latency::pingpong(o),
+        "scopes" => latency::scopes(o),
+        "barrier" => latency::barrier(o),
+        "atomic" => atomic::run(o),
+        "collective" => collective::run(o),
+        "init" => init::run(o),
+        other => Err(format!("unknown subcommand {other}").into()),
+    }
 }
 
-fn parse() -> Result<Opts, String> {
-    let mut o = Opts { what: "all".into(), max_size: 1 << 30, reps: 10, warmup: 3, csv: None };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "--max-size" => o.max_size = gpushmem::parse_size(&val("--max-size")?)?,
-            "--reps" => o.reps = val("--reps")?.parse().map_err(|e| format!("--reps: {e}"))?,
-            "--warmup" => o.warmup = val("--warmup")?.parse().map_err(|e| format!("--warmup: {e}"))?,
-            "--csv" => o.csv = Some(val("--csv")?),
-            "-h" | "--help" => return Err(String::new()),
-            w if !w.starts_with('-') => o.what = w.to_string(),
-            other => return Err(format!("unknown option {other}")),
+/// Writes `data` to `path`; on failure prints why and returns false.
+fn write_file(path: &str, data: &[u8]) -> bool {
+    match std::fs::write(path, data) {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("gpushmem-perf: writing {path}: {e}");
+            false
         }
     }
-    if o.reps == 0 {
-        return Err("--reps must be at least 1".into());
-    }
-    Ok(o)
 }
 
-/// Median in ms of `reps` runs of `f` (after `warmup`), timed with events around it on `stream`.
-fn median_ms(
-    stream: &CudaStream,
-    warmup: usize,
-    reps: usize,
-    mut f: impl FnMut() -> gpushmem::Result<()>,
-) -> gpushmem::Result<f64> {
-    let cu = |e| gpushmem::Error::Cuda { call: "event".into(), source: e };
-    for _ in 0..warmup {
-        f()?;
-    }
-    stream.synchronize().map_err(cu)?;
-    let mut t = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let a = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(cu)?;
-        f()?;
-        let b = stream.record_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(cu)?;
-        t.push(a.elapsed_ms(&b).map_err(cu)? as f64);
-    }
-    t.sort_by(|a, b| a.total_cmp(b));
-    Ok(t[t.len() / 2])
-}
-
-fn config(heap: u64) -> Config {
-    Config { heap_size: heap, ..Config::from_env().unwrap_or_default() }
-}
-
-/// One row of results.
-struct Row {
-    test: &'static str,
-    size: u64,
-    ours: f64,
-    baseline: Option<f64>,
-    unit: &'static str,
-}
-
-fn bandwidth(o: &Opts, get: bool) -> gpushmem::Result<Vec<Row>> {
-    let max = o.max_size.max(16);
-    let rows = Threads::new(2).config(config(2 * max + (64 << 20))).run(|shmem| {
-        let src = shmem.calloc::<u8>(max as usize)?;
-        let dst = shmem.calloc::<u8>(max as usize)?;
-        let m = shmem.load_module_prebuilt("gpushmem-bench-kernels", PTX, CUBIN)?;
-        let k = m.kernel("bw_block")?;
-        let mut rows = Vec::new();
-        if shmem.my_pe() == 0 {
-            let stream = shmem.stream();
-            let mut size = 8u64;
-            while size <= max {
-                let blocks = (size / (64 << 10)).clamp(1, 1056) as u32;
-                let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (1024, 1, 1), shared_mem_bytes: 0 };
-                let args = (get as u32, dst.as_kernel_ptr(), src.as_kernel_ptr(), size, 1u32, 1u32);
-                let ours = median_ms(stream, o.warmup, o.reps, || unsafe { shmem.launch(&k, cfg, args) })?;
-                let base = median_ms(stream, o.warmup, o.reps, || {
-                    // SAFETY: both ranges are in this PE's heap.
-                    unsafe {
-                        gpushmem::cudarc::driver::result::memcpy_dtod_async(
-                            dst.as_kernel_ptr(),
-                            src.as_kernel_ptr(),
-                            size as usize,
-                            stream.cu_stream(),
-                        )
-                    }
-                    .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })
-                })?;
-                let gbs = |ms: f64| size as f64 / (ms * 1e-3) / 1e9;
-                rows.push((size, gbs(ours), gbs(base)));
-                size *= 4;
-            }
+fn write_png(path: &str, rows: &[Row]) -> bool {
+    match plot::png(rows, PLOT_TITLE) {
+        Some(png) => write_file(path, &png),
+        None => {
+            eprintln!("gpushmem-perf: --png {path}: no *_bw_* results to plot; not written");
+            true
         }
-        shmem.barrier_all()?;
-        Ok(rows)
-    })?;
-    let test = if get { "get_bw_block" } else { "put_bw_block" };
-    Ok(rows[0].iter().map(|&(size, ours, base)| Row { test, size, ours, baseline: Some(base), unit: "GB/s" }).collect())
-}
-
-fn pingpong(o: &Opts) -> gpushmem::Result<Vec<Row>> {
-    const ITERS: u32 = 10_000;
-    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
-        let payload = shmem.calloc::<u64>(2)?;
-        let sig = shmem.calloc::<u64>(1)?;
-        let m = shmem.load_module_prebuilt("gpushmem-bench-kernels", PTX, CUBIN)?;
-        let k = m.kernel("pingpong")?;
-        let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
-        let mut base = 0u64;
-        let ms = median_ms(shmem.stream(), o.warmup, o.reps, || {
-            let b = base;
-            base += ITERS as u64;
-            unsafe { shmem.launch_collective(&k, one, (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS)) }
-        })?;
-        shmem.barrier_all()?;
-        Ok(ms * 1e3 / ITERS as f64)
-    })?;
-    Ok(vec![Row { test: "put_signal_pingpong", size: 8, ours: r[0], baseline: None, unit: "us/round trip" }])
-}
-
-fn barrier(o: &Opts) -> gpushmem::Result<Vec<Row>> {
-    const ITERS: u32 = 10_000;
-    let mut rows = Vec::new();
-    for n in [2usize, 4, 8] {
-        let r = Threads::new(n).config(config(64 << 20)).run(|shmem| {
-            let m = shmem.load_module_prebuilt("gpushmem-bench-kernels", PTX, CUBIN)?;
-            let k = m.kernel("barrier_loop")?;
-            let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
-            let ms =
-                median_ms(shmem.stream(), o.warmup, o.reps, || unsafe { shmem.launch_collective(&k, one, (ITERS,)) })?;
-            shmem.barrier_all()?;
-            Ok(ms * 1e3 / ITERS as f64)
-        })?;
-        rows.push(Row {
-            test: "barrier_all_block",
-            size: n as u64,
-            ours: r[0],
-            baseline: None,
-            unit: "us (size = PEs)",
-        });
     }
-    Ok(rows)
 }
 
-fn main() -> std::process::ExitCode {
-    let o = match parse() {
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let o = match opts::parse(args.clone()) {
         Ok(o) => o,
         Err(e) => {
             if !e.is_empty() {
                 eprintln!("gpushmem-perf: {e}");
             }
-            eprintln!("usage: gpushmem-perf [all|put-bw|get-bw|pingpong|barrier] [--max-size BYTES] [--reps N] [--warmup N] [--csv FILE]");
-            return std::process::ExitCode::from(2);
+            eprintln!("{}", opts::USAGE);
+            return ExitCode::from(2);
         }
     };
+    if let Some(csv) = &o.plot_from {
+        let rows = match std::fs::read_to_string(csv).map_err(|e| e.to_string()).and_then(|t| output::parse_csv(&t)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("gpushmem-perf: plot: reading {csv}: {e}");
+                return ExitCode::from(1);
+            }
+        };
+        let ok = write_png(o.png.as_deref().unwrap_or_default(), &rows);
+        return if ok { ExitCode::SUCCESS } else { ExitCode::from(1) };
+    }
     if let Err(e) = gpushmem::gpu_available() {
         eprintln!("gpushmem-perf: {e}");
-        return std::process::ExitCode::from(2);
+        eprintln!("gpushmem-perf: this tool needs an NVIDIA GPU and its driver; nothing was measured");
+        return ExitCode::from(2);
     }
     let mut rows = Vec::new();
-    let mut run = |name: &str, r: gpushmem::Result<Vec<Row>>| match r {
-        Ok(v) => rows.extend(v),
-        Err(e) => eprintln!("gpushmem-perf: {name}: {e}"),
-    };
-    let all = o.what == "all";
-    if all || o.what == "put-bw" {
-        run("put-bw", bandwidth(&o, false));
-    }
-    if all || o.what == "get-bw" {
-        run("get-bw", bandwidth(&o, true));
-    }
-    if all || o.what == "pingpong" {
-        run("pingpong", pingpong(&o));
-    }
-    if all || o.what == "barrier" {
-        run("barrier", barrier(&o));
-    }
-    println!("{:<22} {:>12} {:>14} {:>14} {:>7}  unit", "test", "size", "gpushmem", "cuMemcpy", "ratio");
-    for r in &rows {
-        let (b, ratio) = match r.baseline {
-            Some(b) => (format!("{b:.2}"), format!("{:.3}", r.ours / b)),
-            None => ("-".into(), "-".into()),
-        };
-        println!("{:<22} {:>12} {:>14.3} {:>14} {:>7}  {}", r.test, r.size, r.ours, b, ratio, r.unit);
-    }
-    if let Some(path) = &o.csv {
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(path)?;
-            writeln!(f, "test,size,gpushmem,baseline,unit")?;
-            for r in &rows {
-                writeln!(
-                    f,
-                    "{},{},{},{},{}",
-                    r.test,
-                    r.size,
-                    r.ours,
-                    r.baseline.map_or(String::new(), |b| b.to_string()),
-                    r.unit
-                )?;
+    let mut errors: Vec<(String, String)> = Vec::new();
+    for &name in &o.what {
+        match run_one(name, &o) {
+            Ok(v) => rows.extend(v),
+            Err(e) => {
+                eprintln!("gpushmem-perf: {name}: {e}");
+                errors.push((name.to_string(), e.to_string()));
             }
-            Ok(())
-        };
-        if let Err(e) = write() {
-            eprintln!("gpushmem-perf: writing {path}: {e}");
-            return std::process::ExitCode::from(1);
         }
     }
-    std::process::ExitCode::SUCCESS
+    print!("{}", output::table(&rows));
+    let mut ok = errors.is_empty();
+    if let Some(path) = &o.csv {
+        ok &= write_file(path, output::csv(&rows).as_bytes());
+    }
+    if let Some(path) = &o.json {
+        ok &= write_file(path, output::json(&rows, &args, &errors).as_bytes());
+    }
+    if let Some(path) = &o.png {
+        ok &= write_png(path, &rows);
+    }
+    if !errors.is_empty() {
+        let names: Vec<&str> = errors.iter().map(|e| e.0.as_str()).collect();
+        eprintln!("gpushmem-perf: failed: {}", names.join(", "));
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

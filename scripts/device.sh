@@ -4,12 +4,14 @@
 #
 #   device run  carry=["stage"]  command="bash stage/run.sh [what]"
 #
+# (stage/ holds run.sh and bundle.tar.gz; run.sh unpacks the bundle into stage/bin and runs there)
+#
 # what: tests (default: the GPU test suite, then the PTX tests), or any
 # command line run inside stage/ with the staged binaries on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$PATH"
-rm -rf stage && mkdir -p stage
+rm -rf stage .stage-bin && mkdir -p stage .stage-bin
 json=$(cargo test --workspace --release --no-run --message-format=json 2>/dev/null)
 cargo build --workspace --release --bins --examples --quiet
 # Copy each test executable under its target name (gpu, ptx, launcher, …).
@@ -20,11 +22,15 @@ for line in sys.stdin:
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
         t = m["target"]; name = t["name"] if t["kind"] != ["lib"] else t["name"] + "-unit"
-        shutil.copy(m["executable"], os.path.join("stage", name))
+        shutil.copy(m["executable"], os.path.join(".stage-bin", name))
 '
-for b in target/release/gpushmem-run target/release/gpushmem-perf target/release/gpushmem-info target/release/examples/ring; do
-  [ -f "$b" ] && cp "$b" stage/
+for b in target/release/gpushmem-run target/release/gpushmem-perf target/release/gpushmem-info \
+  target/release/examples/ring target/release/examples/allreduce target/release/examples/moe target/release/examples/halo; do
+  [ -f "$b" ] && cp "$b" .stage-bin/
 done
+strip .stage-bin/* 2>/dev/null || true
+cp scripts/sanitize.sh .stage-bin/sanitize.sh
+# The binaries embed their PTX and cubins: gzip makes them fit the device tool's 64 MiB.
+tar -C .stage-bin -czf stage/bundle.tar.gz .
 cp scripts/device-run.sh stage/run.sh
-strip stage/* 2>/dev/null || true
-du -sh stage; ls stage
+du -sh stage; ls .stage-bin

@@ -8,7 +8,7 @@ export PATH="$PWD/.tools/bin:$PATH"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 cargo fmt --all --check
 # Kernel crates are workspaces of their own (built for nvptx64 only).
-for k in tests/kernels examples/ring-kernels host/builtin bench/kernels; do
+for k in tests/kernels examples/*-kernels host/builtin bench/kernels; do
   cargo fmt --check --manifest-path "$k/Cargo.toml"
 done
 cargo clippy --workspace --all-targets --quiet -- -D warnings

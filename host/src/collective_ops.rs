@@ -10,7 +10,9 @@ use crate::{Error, Result, Shmem, SymSlice, Team};
 use cudarc::driver::{CudaStream, LaunchConfig};
 use gpushmem_kernels::reduce::{Bf16, ReduceOp, Reducible, F16};
 
-/// Threads of the block each built-in collective runs with.
+/// Threads of the block each built-in collective runs with, at most: fewer
+/// (whole warps) for a kernel whose register use allows fewer per block
+/// (e.g. the 8-bit and f64 reductions).
 const COLLECTIVE_THREADS: u32 = 512;
 
 /// An element type the built-in reduction kernels exist for.
@@ -32,7 +34,9 @@ fn bad(call: &str, why: String) -> Error {
 impl Shmem {
     fn collective_on(&self, stream: &CudaStream, name: &str, args: impl KernelArgs) -> Result<()> {
         let k = self.builtin.kernel(name)?;
-        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (COLLECTIVE_THREADS, 1, 1), shared_mem_bytes: 0 };
+        let fits = k.func.max_threads_per_block().cuda("cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)")? as u32;
+        let threads = COLLECTIVE_THREADS.min(fits / 32 * 32).max(32);
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
         check_co_resident(self.context(), &k, &cfg, self.pes_on_device())?;
         // SAFETY: the arguments match the built-in kernel, checked by the callers below.

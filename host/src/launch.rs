@@ -84,6 +84,15 @@ pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfi
     let sms = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(|e| err(format!("SM count query failed: {e}")))? as u64;
+    if per_sm == 0 {
+        let regs = k.func.num_regs().unwrap_or(-1);
+        let max = k.func.max_threads_per_block().unwrap_or(-1);
+        return Err(err(format!(
+            "a block of {block} threads does not fit on an SM: the kernel uses {regs} registers per thread, \
+             so at most {max} threads per block (and less with {} bytes of dynamic shared memory)",
+            cfg.shared_mem_bytes
+        )));
+    }
     let fits = per_sm as u64 * sms / sharing.max(1) as u64;
     if blocks > fits {
         return Err(err(format!(

@@ -10,10 +10,12 @@ mod collective;
 mod common;
 mod errors;
 mod faults;
+mod litmus;
 mod rma;
 mod signal;
 mod smoke;
 mod stream;
+mod stress;
 mod sync;
 mod team;
 mod wait;
@@ -138,6 +140,12 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("sync::barrier_1000_rounds_4pe", 4),
     ("collective::quick_2pe", 2),
     ("collective::quick_4pe", 4),
+    ("litmus::mp_fence_4pe", 4),
+    ("litmus::mp_quiet_4pe", 4),
+    ("litmus::mp_put_signal_4pe", 4),
+    ("litmus::amo_vs_put_4pe", 4),
+    ("litmus::store_buffering_4pe", 4),
+    ("litmus::get_after_quiet_barrier_4pe", 4),
 ];
 
 fn gpu_tests() -> Vec<Test> {
@@ -202,6 +210,13 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("errors::team_non_member_traps", collective::team_non_member_traps));
     t.push(test("errors::reduce_and_f32_traps", collective::reduce_and_f32_traps));
     t.push(test("errors::reduce_overlap_traps", collective::reduce_overlap_traps));
+    t.push(test("litmus::mp_fence_4pe", litmus::mp_fence));
+    t.push(test("litmus::mp_quiet_4pe", litmus::mp_quiet));
+    t.push(test("litmus::mp_put_signal_4pe", litmus::mp_put_signal));
+    t.push(test("litmus::amo_vs_put_4pe", litmus::amo_vs_put));
+    t.push(test("litmus::store_buffering_4pe", litmus::store_buffering));
+    t.push(test("litmus::get_after_quiet_barrier_4pe", litmus::get_after_quiet_barrier));
+    t.push(test("stress::random_ops_8pe", stress::random_ops));
     t
 }
 

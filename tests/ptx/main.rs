@@ -203,9 +203,12 @@ fn main() {
     let ptxas = gpushmem_build::find_ptxas();
     let in_ci = std::env::var_os("CI").is_some();
     // Every PTX the workspace builds: the test kernels, the examples', the benchmarks', the host's built-in kernels.
-    let all: [(&str, &str); 4] = [
+    let all: [(&str, &str); 7] = [
         ("test-kernels", PTX),
         ("ring-kernels", include_str!(env!("GPUSHMEM_PTX_RING_KERNELS"))),
+        ("allreduce-kernels", include_str!(env!("GPUSHMEM_PTX_ALLREDUCE_KERNELS"))),
+        ("moe-kernels", include_str!(env!("GPUSHMEM_PTX_MOE_KERNELS"))),
+        ("halo-kernels", include_str!(env!("GPUSHMEM_PTX_HALO_KERNELS"))),
         ("bench-kernels", include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS"))),
         ("builtin-kernels", gpushmem::BUILTIN_PTX),
     ];

@@ -1,28 +1,98 @@
-//! Kernels that gpushmem-perf times.
+//! Kernels that gpushmem-perf times (see `bench/perf.rs` for what each figure means).
+//!
+//! Latency kernels run on thread 0 of one block and chain every operation on
+//! the previous one's result (an address or an operand), so the GPU cannot
+//! overlap them: the time per iteration is one full round trip.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx)]
+#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;
 
-/// Each block moves its 16-byte-aligned share of `bytes`, `iters` times:
-/// `op` 0 = `putmem_nbi_block` to `pe`, 1 = `getmem_nbi_block` from `pe`;
-/// then `quiet_block`.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn bw_block(op: u32, dest: *mut u8, src: *const u8, bytes: u64, pe: u32, iters: u32) {
-    let blocks = _grid_dim_x() as u64;
-    let per = bytes.div_ceil(blocks).next_multiple_of(16);
-    let start = (_block_idx_x() as u64 * per).min(bytes);
-    let len = per.min(bytes - start) as usize;
-    let (d, s) = (dest.add(start as usize), src.add(start as usize));
-    for _ in 0..iters {
-        if op == 0 {
-            shmem::putmem_nbi_block(d, s, len, pe);
-        } else {
-            shmem::getmem_nbi_block(d, s, len, pe);
-        }
+/// This thread's chunk of `bytes` when the grid splits them into `units`
+/// 16-byte-aligned chunks and this thread's group is chunk `unit`: (offset, length).
+#[inline(always)]
+fn chunk(bytes: u64, units: u64, unit: u64) -> (usize, usize) {
+    let per = bytes.div_ceil(units).next_multiple_of(16);
+    let start = (unit * per).min(bytes);
+    (start as usize, per.min(bytes - start) as usize)
+}
+
+/// Index of this thread's chunk and the number of chunks, for one chunk per
+/// thread (`scope` 0), warp (1) or block (2).
+///
+/// # Safety
+/// Only in a kernel (reads the special registers).
+#[inline(always)]
+unsafe fn unit(scope: u32) -> (u64, u64) {
+    let (grid, block, tid) = (_grid_dim_x() as u64, _block_dim_x() as u64, _thread_idx_x() as u64);
+    let b = _block_idx_x() as u64;
+    match scope {
+        0 => (b * block + tid, grid * block),
+        1 => (b * (block / 32) + tid / 32, grid * (block / 32)),
+        _ => (b, grid),
     }
-    shmem::quiet_block();
+}
+
+/// Generates one bandwidth kernel: the grid moves `bytes` from `src` to `dest`
+/// once, split into one 16-byte-aligned chunk per thread, warp or block (as
+/// NVSHMEM's `put_bw`/`get_bw` thread/warp/block variants), then `quiet_block`.
+/// One entry point per (operation, scope) and no loop inside: a single kernel
+/// with all six bodies, or with an in-kernel repeat loop, takes 96–128
+/// registers (`ptxas -v`), too many for 1024-thread blocks (64 at most); these
+/// stay under 64.
+macro_rules! bw_kernel {
+    ($(#[$doc:meta])* $name:ident, $scope:expr, $call:path) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(dest: *mut u8, src: *const u8, bytes: u64, pe: u32) {
+            let (unit, units) = unit($scope);
+            let (start, len) = chunk(bytes, units, unit);
+            $call(dest.add(start), src.add(start), len, pe);
+            shmem::quiet_block();
+        }
+    };
+}
+
+bw_kernel!(/// Put bandwidth, a chunk per thread: `putmem_nbi` to `pe` (`dest` symmetric).
+    bw_put_thread, 0, shmem::putmem_nbi);
+bw_kernel!(/// Put bandwidth, a chunk per warp: `putmem_nbi_warp` (`blockDim.x` a multiple of 32).
+    bw_put_warp, 1, shmem::putmem_nbi_warp);
+bw_kernel!(/// Put bandwidth, a chunk per block: `putmem_nbi_block`.
+    bw_put_block, 2, shmem::putmem_nbi_block);
+bw_kernel!(/// Get bandwidth, a chunk per thread: `getmem_nbi` from `pe` (`src` symmetric).
+    bw_get_thread, 0, shmem::getmem_nbi);
+bw_kernel!(/// Get bandwidth, a chunk per warp: `getmem_nbi_warp` (`blockDim.x` a multiple of 32).
+    bw_get_warp, 1, shmem::getmem_nbi_warp);
+bw_kernel!(/// Get bandwidth, a chunk per block: `getmem_nbi_block`.
+    bw_get_block, 2, shmem::getmem_nbi_block);
+
+/// `p` latency: thread 0 does `iters` × (`p` of a `u64` to `dest` on `pe`, then `quiet`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn p_latency(dest: *mut u64, pe: u32, iters: u32) {
+    if _thread_idx_x() != 0 {
+        return;
+    }
+    for i in 0..iters as u64 {
+        shmem::p(dest, i, pe);
+        shmem::quiet();
+    }
+}
+
+/// `g` latency: thread 0 does `iters` dependent `g`s of a `u64` from `pe`.
+/// `src` (symmetric, at least one word) must hold zeros: each load's value is
+/// the index of the next, a pointer chase, so no two loads overlap. The last
+/// value goes to `out` (local) so the loads are used.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn g_latency(src: *const u64, out: *mut u64, pe: u32, iters: u32) {
+    if _thread_idx_x() != 0 {
+        return;
+    }
+    let mut idx = 0u64;
+    for _ in 0..iters {
+        idx = shmem::g(src.add(idx as usize), pe);
+    }
+    *out = idx;
 }
 
 /// `put_signal` ping-pong between PE 0 and PE 1, thread 0 of one block on each:
@@ -54,5 +124,116 @@ pub unsafe extern "ptx-kernel" fn pingpong(payload: *mut u64, sig: *mut u64, bas
 pub unsafe extern "ptx-kernel" fn barrier_loop(iters: u32) {
     for _ in 0..iters {
         shmem::barrier_all_block();
+    }
+}
+
+/// `iters` × `sync_all_block` (a barrier without the quiet).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn sync_all_loop(iters: u32) {
+    for _ in 0..iters {
+        shmem::sync_all_block();
+    }
+}
+
+/// Atomic latency: thread 0 does `iters` × `atomic_fetch_add(counter, 1)` on `pe`,
+/// each operand depending on the previous result (`1 + (old >> 63)`, always 1 while
+/// the counter is below 2^63), so the round trips cannot overlap. The last old
+/// value goes to `out` (local).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn atomic_fetch_add_latency(counter: *mut u64, out: *mut u64, pe: u32, iters: u32) {
+    if _thread_idx_x() != 0 {
+        return;
+    }
+    let mut old = 0u64;
+    for _ in 0..iters {
+        old = shmem::atomic_fetch_add(counter, 1 + (old >> 63), pe);
+    }
+    *out = old;
+}
+
+/// Atomic throughput: every thread of the grid does `iters` × `atomic_add(…, 1)`
+/// (a `red`, no result) on `pe`: on `counters[global thread index]` when
+/// `distinct` is nonzero, else all on `counters[0]`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, distinct: u32, pe: u32, iters: u32) {
+    let gid = _block_idx_x() as usize * _block_dim_x() as usize + _thread_idx_x() as usize;
+    let target = if distinct != 0 { counters.add(gid) } else { counters };
+    for _ in 0..iters {
+        shmem::atomic_add(target, 1u64, pe);
+    }
+}
+
+/// Ping-pong between PE 0 and PE 1 (thread 0 of one block each) with the
+/// ordering spelled out, to price each choice (`gpushmem-perf scopes`). Each
+/// hop: an 8-byte payload store to the peer, then the signal store; the
+/// receiver polls its signal relaxed, then orders. `mode`:
+/// 0 library `put_signal_nbi` + `signal_wait_until`;
+/// 1 relaxed stores, relaxed poll, no fence (the floor; not a valid protocol);
+/// 2 `st.release.sys` signal, poll, `fence.acq_rel.sys`;
+/// 3 `st.release.gpu` signal, poll, `fence.acq_rel.gpu`;
+/// 4 `st.release.sys` signal, poll, one `ld.acquire.sys` of the signal;
+/// 5 `st.release.gpu` signal, poll, one `ld.acquire.gpu` of the signal;
+/// 6 `fence.acq_rel.gpu` + relaxed signal store, poll, `fence.acq_rel.gpu`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64, base: u64, iters: u32, mode: u32) {
+    use core::arch::asm;
+    if _thread_idx_x() != 0 {
+        return;
+    }
+    let me = shmem::my_pe();
+    let peer = 1 - me;
+    let rpay = shmem::ptr(payload, peer);
+    let rsig = shmem::ptr(sig, peer);
+    let wait = |v: u64| {
+        loop {
+            let x: u64;
+            asm!("ld.relaxed.sys.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig);
+            if x >= v {
+                break;
+            }
+        }
+        match mode {
+            2 => asm!("fence.acq_rel.sys;"),
+            3 | 6 => asm!("fence.acq_rel.gpu;"),
+            4 => {
+                let _x: u64;
+                asm!("ld.acquire.sys.global.u64 {x}, [{p}];", x = out(reg64) _x, p = in(reg64) sig);
+            }
+            5 => {
+                let _x: u64;
+                asm!("ld.acquire.gpu.global.u64 {x}, [{p}];", x = out(reg64) _x, p = in(reg64) sig);
+            }
+            _ => {}
+        }
+    };
+    let send = |v: u64| {
+        asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) rpay, v = in(reg64) v);
+        match mode {
+            2 | 4 => asm!("st.release.sys.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
+            3 | 5 => asm!("st.release.gpu.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
+            6 => asm!("fence.acq_rel.gpu; st.relaxed.gpu.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
+            _ => asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
+        }
+    };
+    for i in 1..=iters as u64 {
+        let v = base + i;
+        if mode == 0 {
+            if me == 1 {
+                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+            }
+            *payload.add(1) = v;
+            shmem::put_signal_nbi(payload, payload.add(1), 1, sig, v, shmem::SignalOp::Set, peer);
+            if me == 0 {
+                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+            }
+            continue;
+        }
+        if me == 1 {
+            wait(v);
+        }
+        send(v);
+        if me == 0 {
+            wait(v);
+        }
     }
 }

@@ -4,8 +4,10 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod coll;
+mod litmus;
 mod p2p;
 mod probes;
+mod stress;
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;

@@ -1,0 +1,129 @@
+//! `put-bw` / `get-bw`: PE 0 moves S bytes to / from PE 1, thread, warp or block scope.
+
+use crate::common::{gbs, human_size, median_ms, module, nothing, sizes, BenchResult, Row};
+use crate::opts::Opts;
+use crate::progress::Progress;
+use gpushmem::{LaunchConfig, Shmem, Threads};
+
+/// Blocks of the default grid: one per 64 KiB, 1..=1056 (NVSHMEM's put_bw rule; 1056 = 8 × 132 SMs).
+pub fn default_blocks(size: u64) -> u32 {
+    (size / (64 << 10)).clamp(1, 1056) as u32
+}
+
+/// The launch shape for `size` bytes.
+fn shape(o: &Opts, size: u64) -> LaunchConfig {
+    let blocks = o.grid.unwrap_or_else(|| default_blocks(size));
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (o.block.unwrap_or(1024), 1, 1), shared_mem_bytes: 0 }
+}
+
+/// `cuMemsetD8Async` of `bytes` bytes at `ptr` (this PE's heap) on this PE's stream.
+fn memset(shmem: &Shmem, ptr: u64, value: u8, bytes: usize) -> gpushmem::Result<()> {
+    let cu = |e| gpushmem::Error::Cuda { call: "cuMemsetD8Async".into(), source: e };
+    shmem.context().bind_to_thread().map_err(cu)?;
+    // SAFETY: the callers pass ranges of this PE's heap.
+    unsafe { gpushmem::cudarc::driver::result::memset_d8_async(ptr, value, bytes, shmem.stream().cu_stream()) }
+        .map_err(cu)
+}
+
+/// Byte value the data check fills the source with.
+const PATTERN: u8 = 0x5a;
+
+/// Offsets and lengths the data check reads back: all of `n` bytes up to 3 MiB,
+/// else 1 MiB at the start, the middle and the end.
+fn check_ranges(n: usize) -> Vec<(usize, usize)> {
+    const MIB: usize = 1 << 20;
+    if n <= 3 * MIB {
+        vec![(0, n)]
+    } else {
+        vec![(0, MIB), (n / 2 - MIB / 2, MIB), (n - MIB, MIB)]
+    }
+}
+
+pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
+    let op = if get { "get" } else { "put" };
+    let list = sizes(o.min_size.max(1), o.max_size, 2);
+    let max = *list.last().unwrap_or(&16);
+    let buf = max.next_multiple_of(16) as usize;
+    let progress = Progress::new(list.len() * o.scopes.len());
+    let per_pe = Threads::new(2).config(crate::common::config(2 * buf as u64 + (64 << 20))).run(|shmem| {
+        let src = shmem.calloc::<u8>(buf)?;
+        let dst = shmem.calloc::<u8>(buf)?;
+        let m = module(shmem)?;
+        let mut rows = Vec::new();
+        let mut errors = Vec::new();
+        // Data check at the largest size, once per scope: PE 0 copies `max` bytes of
+        // PATTERN over zeros; the PE that receives them (1 for put, 0 for get) reads them back.
+        for &scope in &o.scopes {
+            let test = format!("{op}_bw_{}", scope.name());
+            let k = m.kernel(&format!("bw_{op}_{}", scope.name()))?;
+            memset(shmem, src.as_kernel_ptr(), PATTERN, max as usize)?;
+            memset(shmem, dst.as_kernel_ptr(), 0, max as usize)?;
+            shmem.barrier_all()?;
+            if shmem.my_pe() == 0 {
+                // SAFETY: the arguments match `bw_*`; both ranges hold `max` bytes on every PE.
+                unsafe { shmem.launch(&k, shape(o, max), (dst.as_kernel_ptr(), src.as_kernel_ptr(), max, 1u32)) }?;
+            }
+            shmem.barrier_all()?;
+            let receiver = if get { 0 } else { 1 };
+            if shmem.my_pe() == receiver {
+                for (start, len) in check_ranges(max as usize) {
+                    let got = shmem.read_at(&dst, start, len)?;
+                    if let Some(i) = got.iter().position(|&b| b != PATTERN) {
+                        errors.push(format!(
+                            "{test}: data check at {}: byte {} on PE {} is {:#04x}, expected {PATTERN:#04x}",
+                            human_size(max),
+                            start + i,
+                            shmem.my_pe(),
+                            got[i]
+                        ));
+                        break;
+                    }
+                }
+            }
+        }
+        if shmem.my_pe() == 0 {
+            let stream = shmem.stream();
+            for &scope in &o.scopes {
+                let test = format!("{op}_bw_{}", scope.name());
+                let k = m.kernel(&format!("bw_{op}_{}", scope.name()))?;
+                for &size in &list {
+                    progress.start(&format!("{test} {}", human_size(size)));
+                    let cfg = shape(o, size);
+                    let args = (dst.as_kernel_ptr(), src.as_kernel_ptr(), size, 1u32 /* peer PE */);
+                    let ours = median_ms(stream, o.warmup, o.reps, nothing, || {
+                        for _ in 0..o.iters {
+                            // SAFETY: the arguments match `bw_*`; both ranges hold `size` bytes on every PE.
+                            unsafe { shmem.launch(&k, cfg, args) }?;
+                        }
+                        Ok(())
+                    })?;
+                    let base = median_ms(stream, o.warmup, o.reps, nothing, || {
+                        for _ in 0..o.iters {
+                            // SAFETY: both ranges are in this PE's heap and hold `size` bytes.
+                            unsafe {
+                                gpushmem::cudarc::driver::result::memcpy_dtod_async(
+                                    dst.as_kernel_ptr(),
+                                    src.as_kernel_ptr(),
+                                    size as usize,
+                                    stream.cu_stream(),
+                                )
+                            }
+                            .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })?;
+                        }
+                        Ok(())
+                    })?;
+                    let bytes = (size * o.iters as u64) as f64;
+                    rows.push(Row::new(test.clone(), size, gbs(bytes, ours), Some(gbs(bytes, base)), "GB/s"));
+                    progress.step();
+                }
+            }
+        }
+        shmem.barrier_all()?;
+        Ok((rows, errors))
+    })?;
+    let errors: Vec<String> = per_pe.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
+    if !errors.is_empty() {
+        return Err(format!("wrong results: {}", errors.join("; ")).into());
+    }
+    Ok(per_pe.into_iter().next().map(|(rows, _)| rows).unwrap_or_default())
+}

@@ -1,0 +1,243 @@
+//! `collective`: stream-ordered allreduce (sum; f32, bf16), fcollect and alltoall over
+//! `--npes` PEs as threads, every result checked against a CPU reference.
+//!
+//! Bandwidths as nccl-tests defines them, with `t` the slowest PE's median time
+//! per operation:
+//! - allreduce: size = bytes of each PE's vector; algbw = size / t; busbw = algbw × 2(n−1)/n.
+//! - fcollect: size = bytes each PE contributes; algbw = n·size / t (bytes each PE
+//!   ends with); busbw = algbw × (n−1)/n.
+//! - alltoall: size = bytes each PE sends to each PE; algbw = n·size / t; busbw = algbw × (n−1)/n.
+
+use crate::common::{config, gbs, human_size, median_ms, sizes, BenchResult, Row};
+use crate::opts::Opts;
+use crate::progress::Progress;
+use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem, Threads};
+
+/// An element type the allreduce is measured for.
+trait Elem: ReduceType + Send {
+    const TEST: &'static str;
+    /// Relative tolerance of the check (the inputs make every sum exact; this is a margin).
+    const TOL: f32;
+    fn from_f32(v: f32) -> Self;
+    fn to_f32(self) -> f32;
+}
+
+impl Elem for f32 {
+    const TEST: &'static str = "allreduce_sum_f32";
+    const TOL: f32 = 1e-5;
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+}
+
+impl Elem for Bf16 {
+    const TEST: &'static str = "allreduce_sum_bf16";
+    const TOL: f32 = 1e-2;
+    fn from_f32(v: f32) -> Self {
+        Bf16::from_f32(v)
+    }
+    fn to_f32(self) -> f32 {
+        Bf16::to_f32(self)
+    }
+}
+
+/// PE `pe`'s input at index `i`: an integer in −8..=8, so sums over up to 16 PEs are exact in bf16.
+fn input(pe: usize, i: usize) -> f32 {
+    ((i * 7 + pe * 3) % 17) as f32 - 8.0
+}
+
+fn close(got: f32, want: f32, tol: f32) -> bool {
+    (got - want).abs() <= tol * want.abs().max(1.0)
+}
+
+/// First mismatch of `got` against `want(i)`, as a message.
+fn first_mismatch(
+    test: &str,
+    pe: usize,
+    size: u64,
+    got: &[f32],
+    want: impl Fn(usize) -> f32,
+    tol: f32,
+) -> Option<String> {
+    let bad = got.iter().enumerate().filter(|&(i, &g)| !close(g, want(i), tol)).count();
+    let (i, &g) = got.iter().enumerate().find(|&(i, &g)| !close(g, want(i), tol))?;
+    Some(format!(
+        "{test} {}: PE {pe} element {i} is {g}, expected {} ({bad} of {} wrong)",
+        human_size(size),
+        want(i),
+        got.len()
+    ))
+}
+
+/// One measured point on one PE: ms per operation.
+struct Meas {
+    test: &'static str,
+    size: u64,
+    ms: f64,
+}
+
+/// Median ms per operation of `per_span` back-to-back `op`s, PEs lined up by a
+/// stream-ordered barrier before each timed span.
+fn time_op(shmem: &Shmem, o: &Opts, size: u64, mut op: impl FnMut() -> gpushmem::Result<()>) -> gpushmem::Result<f64> {
+    let per_span = ((16u64 << 20) / size.max(1)).clamp(1, 16);
+    let s = shmem.stream();
+    let ms = median_ms(
+        s,
+        o.warmup,
+        o.reps,
+        || shmem.barrier_all_on_stream(s),
+        || {
+            for _ in 0..per_span {
+                op()?;
+            }
+            Ok(())
+        },
+    )?;
+    Ok(ms / per_span as f64)
+}
+
+fn allreduce<T: Elem>(
+    shmem: &Shmem,
+    o: &Opts,
+    size: u64,
+    out: &mut Vec<Meas>,
+    errors: &mut Vec<String>,
+) -> gpushmem::Result<()> {
+    let n = (size as usize) / std::mem::size_of::<T>();
+    let (me, npes) = (shmem.my_pe(), shmem.n_pes());
+    let src = shmem.calloc::<T>(n)?;
+    let dst = shmem.calloc::<T>(n)?;
+    let data: Vec<T> = (0..n).map(|i| T::from_f32(input(me, i))).collect();
+    shmem.write(&src, &data)?;
+    let team = shmem.team_world();
+    let s = shmem.stream();
+    let ms = time_op(shmem, o, size, || shmem.allreduce_on_stream(&team, &dst, &src, n, ReduceOp::Sum, s))?;
+    out.push(Meas { test: T::TEST, size, ms });
+    shmem.synchronize()?;
+    let got: Vec<f32> = shmem.read(&dst)?.into_iter().map(T::to_f32).collect();
+    let want = |i: usize| {
+        // Member order 0, 1, … with the type's rounding after each step, as the device does.
+        (1..npes).fold(T::from_f32(input(0, i)), |acc, p| T::from_f32(acc.to_f32() + input(p, i))).to_f32()
+    };
+    errors.extend(first_mismatch(T::TEST, me, size, &got, want, T::TOL));
+    shmem.barrier_all()?;
+    shmem.free(dst)?;
+    shmem.free(src)
+}
+
+/// fcollect (`alltoall == false`) or alltoall of f32 blocks of `size` bytes.
+fn gather(
+    shmem: &Shmem,
+    o: &Opts,
+    size: u64,
+    alltoall: bool,
+    out: &mut Vec<Meas>,
+    errors: &mut Vec<String>,
+) -> gpushmem::Result<()> {
+    let ne = size as usize / 4;
+    let (me, npes) = (shmem.my_pe(), shmem.n_pes());
+    let src_len = if alltoall { ne * npes } else { ne };
+    let src = shmem.calloc::<f32>(src_len)?;
+    let dst = shmem.calloc::<f32>(ne * npes)?;
+    let data: Vec<f32> = (0..src_len).map(|i| input(me, i)).collect();
+    shmem.write(&src, &data)?;
+    let team = shmem.team_world();
+    let s = shmem.stream();
+    let test = if alltoall { "alltoall" } else { "fcollect" };
+    let ms = time_op(shmem, o, size * npes as u64, || {
+        if alltoall {
+            shmem.alltoall_on_stream(&team, &dst, &src, ne, s)
+        } else {
+            shmem.fcollect_on_stream(&team, &dst, &src, ne, s)
+        }
+    })?;
+    out.push(Meas { test, size, ms });
+    shmem.synchronize()?;
+    let got = shmem.read(&dst)?;
+    // Block k of dest comes from PE k: its whole source (fcollect) or its block `me` (alltoall).
+    let want = |f: usize| {
+        let (k, i) = (f / ne, f % ne);
+        input(k, if alltoall { me * ne + i } else { i })
+    };
+    errors.extend(first_mismatch(test, me, size, &got, want, 0.0));
+    shmem.barrier_all()?;
+    shmem.free(dst)?;
+    shmem.free(src)
+}
+
+pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
+    let npes = o.npes;
+    let max = o.coll_max_size.max(4 << 10);
+    let reduce_sizes = sizes(4 << 10, max, 4);
+    let block_sizes = sizes(4 << 10, (max / npes as u64).max(4 << 10), 4);
+    let progress = Progress::new(2 * reduce_sizes.len() + 2 * block_sizes.len());
+    let heap =
+        2 * reduce_sizes.last().copied().unwrap_or(max).max(npes as u64 * block_sizes.last().copied().unwrap_or(0));
+    let r = Threads::new(npes).config(config(heap + (64 << 20))).run(|shmem| {
+        let (mut out, mut errors) = (Vec::new(), Vec::new());
+        let lead = shmem.my_pe() == 0;
+        let show = |what: String| {
+            if lead {
+                progress.start(&what);
+            }
+        };
+        let done = || {
+            if lead {
+                progress.step();
+            }
+        };
+        for &size in &reduce_sizes {
+            show(format!("allreduce_sum_f32 {}", human_size(size)));
+            allreduce::<f32>(shmem, o, size, &mut out, &mut errors)?;
+            done();
+            show(format!("allreduce_sum_bf16 {}", human_size(size)));
+            allreduce::<Bf16>(shmem, o, size, &mut out, &mut errors)?;
+            done();
+        }
+        for alltoall in [false, true] {
+            for &size in &block_sizes {
+                show(format!("{} {}", if alltoall { "alltoall" } else { "fcollect" }, human_size(size)));
+                gather(shmem, o, size, alltoall, &mut out, &mut errors)?;
+                done();
+            }
+        }
+        Ok((out, errors))
+    })?;
+    let errors: Vec<String> = r.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
+    if !errors.is_empty() {
+        return Err(format!("wrong results: {}", errors.join("; ")).into());
+    }
+    let n = npes as f64;
+    let mut rows = Vec::new();
+    for (j, m) in r[0].0.iter().enumerate() {
+        // The slowest PE's time is the collective's.
+        let ms = r.iter().map(|(v, _)| v[j].ms).fold(0.0, f64::max);
+        let (bytes, bus) = match m.test {
+            "fcollect" | "alltoall" => (m.size as f64 * n, (n - 1.0) / n),
+            _ => (m.size as f64, 2.0 * (n - 1.0) / n),
+        };
+        let alg = gbs(bytes, ms);
+        rows.push(Row::new(m.test, m.size, alg, None, "GB/s"));
+        rows.push(Row::new(format!("{}_busbw", m.test), m.size, alg * bus, None, "GB/s"));
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inputs_sum_exactly_in_bf16() {
+        for i in 0..64 {
+            let exact: f32 = (0..8).map(|p| input(p, i)).sum();
+            let b = (1..8).fold(Bf16::from_f32(input(0, i)), |a, p| Bf16::from_f32(a.to_f32() + input(p, i)));
+            assert_eq!(b.to_f32(), exact);
+        }
+        assert!(first_mismatch("t", 0, 8, &[1.0, 2.0], |i| i as f32 + 1.0, 0.0).is_none());
+        assert!(first_mismatch("t", 0, 8, &[1.0, 2.5], |i| i as f32 + 1.0, 1e-3).is_some());
+    }
+}

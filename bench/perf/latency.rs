@@ -1,0 +1,153 @@
+//! `latency` (p, g), `pingpong` (put_signal round trip), `barrier` (barrier_all, sync_all against PEs).
+
+use crate::common::{config, median_ms, module, nothing, BenchResult, Row};
+use crate::opts::Opts;
+use crate::progress::Progress;
+use gpushmem::{LaunchConfig, Threads};
+
+/// Operations per kernel launch of every latency test.
+pub const ITERS: u32 = 10_000;
+
+/// One block of one warp.
+const ONE_WARP: LaunchConfig = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+
+/// µs per operation from a launch's ms.
+fn us_per_op(ms: f64) -> f64 {
+    ms * 1e3 / ITERS as f64
+}
+
+/// `p_latency`, `g_latency`: PE 0's thread 0 to PE 1.
+pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
+    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
+        let pbuf = shmem.calloc::<u64>(1)?;
+        // Must stay zero: `g_latency` chases the index it loads.
+        let gbuf = shmem.calloc::<u64>(1)?;
+        let out = shmem.calloc::<u64>(1)?;
+        let m = module(shmem)?;
+        let (kp, kg) = (m.kernel("p_latency")?, m.kernel("g_latency")?);
+        let mut us = (0.0, 0.0);
+        if shmem.my_pe() == 0 {
+            let s = shmem.stream();
+            // SAFETY: the arguments match the kernels; the buffers are symmetric words.
+            let p = median_ms(s, o.warmup, o.reps, nothing, || unsafe {
+                shmem.launch(&kp, ONE_WARP, (pbuf.as_kernel_ptr(), 1u32, ITERS))
+            })?;
+            let g = median_ms(s, o.warmup, o.reps, nothing, || unsafe {
+                shmem.launch(&kg, ONE_WARP, (gbuf.as_kernel_ptr(), out.as_kernel_ptr(), 1u32, ITERS))
+            })?;
+            us = (us_per_op(p), us_per_op(g));
+        }
+        shmem.barrier_all()?;
+        Ok(us)
+    })?;
+    let (p, g) = r[0];
+    Ok(vec![Row::new("p_latency", 8, p, None, "us"), Row::new("g_latency", 8, g, None, "us")])
+}
+
+/// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1.
+pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
+    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
+        let payload = shmem.calloc::<u64>(2)?;
+        let sig = shmem.calloc::<u64>(1)?;
+        let m = module(shmem)?;
+        let k = m.kernel("pingpong")?;
+        let mut base = 0u64;
+        let s = shmem.stream();
+        let ms = median_ms(
+            s,
+            o.warmup,
+            o.reps,
+            || shmem.barrier_all_on_stream(s),
+            || {
+                let b = base;
+                base += ITERS as u64;
+                // SAFETY: the arguments match `pingpong`; both PEs launch it.
+                unsafe {
+                    shmem.launch_collective(&k, ONE_WARP, (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS))
+                }
+            },
+        )?;
+        shmem.barrier_all()?;
+        Ok(us_per_op(ms))
+    })?;
+    Ok(vec![Row::new("put_signal_pingpong", 8, r[0], None, "us/round trip")])
+}
+
+/// What each ordering choice costs in a signal ping-pong (kernel `pingpong_mode`,
+/// modes 0-6, see its doc): rows `pingpong_mode_<k>`, µs per round trip.
+pub fn scopes(o: &Opts) -> BenchResult<Vec<Row>> {
+    const MODES: [&str; 7] = [
+        "pingpong_mode_0_library",
+        "pingpong_mode_1_relaxed_floor",
+        "pingpong_mode_2_release_sys_fence_sys",
+        "pingpong_mode_3_release_gpu_fence_gpu",
+        "pingpong_mode_4_release_sys_ld_acquire_sys",
+        "pingpong_mode_5_release_gpu_ld_acquire_gpu",
+        "pingpong_mode_6_fence_gpu_relaxed_fence_gpu",
+    ];
+    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
+        let payload = shmem.calloc::<u64>(2)?;
+        let sig = shmem.calloc::<u64>(1)?;
+        let m = module(shmem)?;
+        let k = m.kernel("pingpong_mode")?;
+        let mut base = 0u64;
+        let s = shmem.stream();
+        let mut us = Vec::new();
+        for mode in 0..MODES.len() as u32 {
+            let ms = median_ms(
+                s,
+                o.warmup,
+                o.reps,
+                || shmem.barrier_all_on_stream(s),
+                || {
+                    let b = base;
+                    base += ITERS as u64;
+                    // SAFETY: the arguments match `pingpong_mode`; both PEs launch it.
+                    unsafe {
+                        shmem.launch_collective(
+                            &k,
+                            ONE_WARP,
+                            (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS, mode),
+                        )
+                    }
+                },
+            )?;
+            us.push(us_per_op(ms));
+        }
+        shmem.barrier_all()?;
+        Ok(us)
+    })?;
+    Ok(MODES.iter().zip(&r[0]).map(|(&name, &us)| Row::new(name, 8, us, None, "us/round trip")).collect())
+}
+
+/// `barrier_all_block` and `sync_all_block` latency for each PE count of `--pes`.
+pub fn barrier(o: &Opts) -> BenchResult<Vec<Row>> {
+    let mut rows = Vec::new();
+    let progress = Progress::new(o.pes.len());
+    for &n in &o.pes {
+        progress.start(&format!("barrier_all_block, sync_all_block {n} PEs"));
+        let r = Threads::new(n).config(config(64 << 20)).run(|shmem| {
+            let m = module(shmem)?;
+            let s = shmem.stream();
+            let mut us = Vec::new();
+            for name in ["barrier_loop", "sync_all_loop"] {
+                let k = m.kernel(name)?;
+                // SAFETY: the argument matches the kernel; every PE launches it.
+                let ms = median_ms(
+                    s,
+                    o.warmup,
+                    o.reps,
+                    || shmem.barrier_all_on_stream(s),
+                    || unsafe { shmem.launch_collective(&k, ONE_WARP, (ITERS,)) },
+                )?;
+                us.push(us_per_op(ms));
+            }
+            shmem.barrier_all()?;
+            Ok(us)
+        })?;
+        rows.push(Row::new("barrier_all_block", n as u64, r[0][0], None, "us (size = PEs)"));
+        rows.push(Row::new("sync_all_block", n as u64, r[0][1], None, "us (size = PEs)"));
+        progress.step();
+    }
+    Ok(rows)
+}

@@ -1,0 +1,247 @@
+//! All-reduce (sum of `f32`) written by hand with `put_signal_nbi_block` and
+//! `signal_wait_until`, and the same operation through the library's
+//! `reduce_block`, for the `allreduce` example.
+//!
+//! Every kernel runs `iters` all-reduces back to back, numbered `first`,
+//! `first + 1`, … (the host keeps counting across launches). The number is
+//! the signal value, so signal words only grow and never need a reset, and
+//! it picks the input: all-reduce `it` reduces version `it % VERSIONS` of
+//! `src` (`src` holds `VERSIONS` buffers of `n_elems`, each starting at a
+//! multiple of 4 elements), so data left over
+//! from an earlier all-reduce never looks right by accident. With `check`
+//! set, every all-reduce also adds its result into `acc`, which the host
+//! compares with a CPU reference.
+//!
+//! The hand-written kernels run with any number of blocks (at most
+//! [`MAX_BLOCKS`]): block `b` of every PE handles the same share of the
+//! buffer and only talks to block `b` of the other PEs, with its own signal
+//! words, so blocks never wait for each other.
+#![no_std]
+#![feature(abi_ptx, stdarch_nvptx)]
+
+use core::arch::nvptx::*;
+use gpushmem_kernels as shmem;
+use shmem::{Cmp, ReduceOp, SignalOp, TEAM_WORLD};
+
+/// Signal words reserved per source PE (one per block): launch at most this many blocks.
+pub const MAX_BLOCKS: usize = 32;
+
+/// Input versions in `src` (the host writes them all).
+const VERSIONS: u64 = 3;
+
+/// Distance in elements between the input versions in `src` and between
+/// the one-shot slots: `n_elems` rounded up to 4 elements, so that every
+/// buffer starts 16-byte aligned and copies use vector accesses.
+fn stride(n_elems: usize) -> usize {
+    n_elems.next_multiple_of(4)
+}
+
+/// Elements `[start, start + len)` of part `idx` when `total` is cut into parts of `per`.
+fn part(total: usize, per: usize, idx: usize) -> (usize, usize) {
+    let start = (idx * per).min(total);
+    (start, per.min(total - start))
+}
+
+/// Share `idx` of `parts` nearly equal shares of `total` elements, each a
+/// multiple of 4 elements (16 bytes) so that copies stay vectorized.
+fn share(total: usize, parts: usize, idx: usize) -> (usize, usize) {
+    part(total, total.div_ceil(parts).next_multiple_of(4), idx)
+}
+
+/// `put_signal_nbi_block`, kept out of line: inlined into the kernels' loops
+/// its copy paths would keep too many registers live.
+#[inline(never)]
+unsafe fn put_signal_block(dest: *mut f32, src: *const f32, len: usize, sig: *mut u64, value: u64, pe: usize) {
+    shmem::put_signal_nbi_block(dest, src, len, sig, value, SignalOp::Set, pe as u32);
+}
+
+/// Waits (threads of the block in parallel, one signal each) until the
+/// signal of every PE but this one, `sig(pe)`, has reached `value`; then
+/// syncs the block, so every thread sees what those signals published.
+#[inline(always)]
+unsafe fn wait_peers(sig: impl Fn(usize) -> *mut u64, value: u64, me: usize, n: usize) {
+    let mut pe = _thread_idx_x() as usize;
+    while pe < n {
+        if pe != me {
+            shmem::signal_wait_until(sig(pe), Cmp::Ge, value);
+        }
+        pe += _block_dim_x() as usize;
+    }
+    _syncthreads();
+}
+
+/// One-shot all-reduce: block `b` puts its share of the input into slot
+/// `[it % 2][my_pe]` of every other PE (`put_signal_nbi_block`, signal SET to
+/// `it`), waits for the `n - 1` signals of its own slots, and sums the
+/// share in PE order (its own input for its own term) into `out`.
+///
+/// `slots`: symmetric, `2 × n_pes × stride(n_elems)` (double-buffered by parity: a
+/// PE can start all-reduce `it + 1` while a slower peer still reads the slots
+/// of `it`, but not `it + 2`, which needs that peer's data of `it + 1`).
+/// `sigs`: symmetric, zeroed once, `2 × n_pes × MAX_BLOCKS` words.
+///
+/// # Safety
+/// Pointers as described (all symmetric, `src` with `3 × stride(n_elems)`, `out`,
+/// `acc` with `n_elems`); every PE launches it with the same grid
+/// (≤ [`MAX_BLOCKS`] blocks) and arguments, collectively.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn allreduce_one_shot(
+    src: *const f32,
+    out: *mut f32,
+    acc: *mut f32,
+    slots: *mut f32,
+    sigs: *mut u64,
+    n_elems: u64,
+    first: u64,
+    iters: u64,
+    check: u32,
+) {
+    let (me, n) = (shmem::my_pe() as usize, shmem::n_pes() as usize);
+    let total = n_elems as usize;
+    let stride = stride(total);
+    let b = _block_idx_x() as usize;
+    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    let (start, len) = share(total, _grid_dim_x() as usize, b);
+    for it in first..first + iters {
+        let par = (it % 2) as usize;
+        let input = src.add((it % VERSIONS) as usize * stride);
+        // This block's part of the slot that holds PE `pe`'s input, and its signal.
+        let slot = |pe: usize| slots.add((par * n + pe) * stride + start);
+        let sig = |pe: usize| sigs.add((par * n + pe) * MAX_BLOCKS + b);
+        // Start with the next PE so that not every PE writes to PE 0 first.
+        for k in 1..n {
+            put_signal_block(slot(me), input.add(start), len, sig(me), it, (me + k) % n);
+        }
+        wait_peers(sig, it, me, n);
+        let mut i = tid;
+        while i < len {
+            let mut sum = 0.0f32;
+            for pe in 0..n {
+                sum += if pe == me { *input.add(start + i) } else { *slot(pe).add(i) };
+            }
+            *out.add(start + i) = sum;
+            if check != 0 {
+                *acc.add(start + i) += sum;
+            }
+            i += threads;
+        }
+        // The slots are read before this block's next put_signal releases.
+        _syncthreads();
+    }
+}
+
+/// Two-shot all-reduce: PE `k` owns chunk `k` (`chunk` elements; the last
+/// may be shorter). Reduce-scatter: block `b` puts its piece of chunk `k` of
+/// the input into slot `[my_pe]` of PE `k` (signal `sigs[0][my_pe][b]` SET to
+/// `it`), waits for the `n - 1` pieces of its own chunk and sums them in PE
+/// order into `out`. All-gather: it puts its summed piece into `out` on
+/// every other PE (signal `sigs[1][my_pe][b]`) and waits for the others'.
+///
+/// One set of slots suffices: a PE's reduce-scatter puts of `it + 1` come
+/// after it received every peer's all-gather of `it`, which each peer sends
+/// only after reading its slots of `it`.
+/// `slots`: symmetric, `n_pes × chunk`; `sigs`: symmetric, zeroed once,
+/// `2 × n_pes × MAX_BLOCKS` words; `chunk` a multiple of 4 with
+/// `n_pes × chunk ≥ n_elems`.
+///
+/// # Safety
+/// As [`allreduce_one_shot`].
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "ptx-kernel" fn allreduce_two_shot(
+    src: *const f32,
+    out: *mut f32,
+    acc: *mut f32,
+    slots: *mut f32,
+    sigs: *mut u64,
+    n_elems: u64,
+    chunk: u64,
+    first: u64,
+    iters: u64,
+    check: u32,
+) {
+    let (me, n) = (shmem::my_pe() as usize, shmem::n_pes() as usize);
+    let (total, chunk) = (n_elems as usize, chunk as usize);
+    let (blocks, b) = (_grid_dim_x() as usize, _block_idx_x() as usize);
+    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    // This block's piece of PE k's chunk: (start in the buffer, offset in the chunk, length).
+    let piece = |k: usize| {
+        let (chunk_start, chunk_len) = part(total, chunk, k);
+        let (off, len) = share(chunk_len, blocks, b);
+        (chunk_start + off, off, len)
+    };
+    let rs_sig = |pe: usize| sigs.add(pe * MAX_BLOCKS + b);
+    let ag_sig = |pe: usize| sigs.add((n + pe) * MAX_BLOCKS + b);
+    for it in first..first + iters {
+        let input = src.add((it % VERSIONS) as usize * stride(total));
+        // Reduce-scatter: my piece of chunk `peer` to `peer`'s slot for me.
+        for k in 1..n {
+            let peer = (me + k) % n;
+            let (at, off, len) = piece(peer);
+            put_signal_block(slots.add(me * chunk + off), input.add(at), len, rs_sig(me), it, peer);
+        }
+        wait_peers(rs_sig, it, me, n);
+        let (at, off, len) = piece(me);
+        let mut i = tid;
+        while i < len {
+            let mut sum = 0.0f32;
+            for pe in 0..n {
+                sum += if pe == me { *input.add(at + i) } else { *slots.add(pe * chunk + off + i) };
+            }
+            *out.add(at + i) = sum;
+            i += threads;
+        }
+        // The whole piece is summed before any thread copies it out.
+        _syncthreads();
+        // All-gather: my summed piece to the same place of `out` on every other PE.
+        for k in 1..n {
+            put_signal_block(out.add(at), out.add(at), len, ag_sig(me), it, (me + k) % n);
+        }
+        wait_peers(ag_sig, it, me, n);
+        if check != 0 {
+            for k in 0..n {
+                let (at, _, len) = piece(k);
+                let mut i = tid;
+                while i < len {
+                    *acc.add(at + i) += *out.add(at + i);
+                    i += threads;
+                }
+            }
+        }
+        _syncthreads();
+    }
+}
+
+/// The library's all-reduce for comparison: `reduce_block` over
+/// `TEAM_WORLD` (sync, every PE pulls every other PE's input and sums in PE
+/// order, sync), `iters` times. One block per PE (a PE may have one block in
+/// a collective at a time).
+///
+/// # Safety
+/// As [`allreduce_one_shot`], launched with one block.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn allreduce_library(
+    src: *const f32,
+    out: *mut f32,
+    acc: *mut f32,
+    n_elems: u64,
+    first: u64,
+    iters: u64,
+    check: u32,
+) {
+    let total = n_elems as usize;
+    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    for it in first..first + iters {
+        let input = src.add((it % VERSIONS) as usize * stride(total));
+        shmem::reduce_block(TEAM_WORLD, out, input, total, ReduceOp::Sum);
+        if check != 0 {
+            let mut i = tid;
+            while i < total {
+                *acc.add(i) += *out.add(i);
+                i += threads;
+            }
+            _syncthreads();
+        }
+    }
+}
