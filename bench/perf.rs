@@ -15,7 +15,7 @@
 //!   launch that ends with `quiet_block`; `--iters` launches per timed span. Scope `block`
 //!   (default): one chunk per block, `putmem_nbi_block`/`getmem_nbi_block`;
 //!   `warp`: one chunk per warp, `*_nbi_warp`; `thread`: one chunk per thread,
-//!   `putmem_nbi`/`getmem_nbi`. Grid = `--grid` or S / 64 KiB blocks (1 … 1056),
+//!   `putmem_nbi`/`getmem_nbi`. Grid = `--grid` or S / 64 KiB blocks (1 … 4224; NVSHMEM caps at 1056),
 //!   × `--block` (default 1024) threads, as NVSHMEM's put_bw. GB/s = S·iters /
 //!   time (10^9 B/s). Beside each point, `cuMemcpyDtoDAsync` of the same S (·iters) on
 //!   the same stream in the same run (the `cuMemcpy` column). With PEs on one GPU

@@ -12,7 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$PATH"
 rm -rf stage .stage-bin && mkdir -p stage .stage-bin
-json=$(cargo test --workspace --release --no-run --message-format=json 2>/dev/null)
+json=$(cargo test --workspace --release --no-run --message-format=json 2>/dev/null) || {
+  echo "device.sh: the build failed:" >&2
+  cargo test --workspace --release --no-run 2>&1 | grep -E "^(error|warning)" -A8 | head -60 >&2
+  exit 1
+}
 cargo build --workspace --release --bins --examples --quiet
 # Copy each test executable under its target name (gpu, ptx, launcher, …).
 echo "$json" | python3 -c '

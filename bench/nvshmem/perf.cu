@@ -99,6 +99,8 @@ static void phase(const char *name) {
 struct Opts {
     std::string what = "all";
     uint64_t max_size = 1ull << 30;
+    uint64_t min_size = 8;
+    unsigned grid = 0;  // 0: the size rule below
     int reps = 10;
     int warmup = 3;
     std::string csv;
@@ -159,6 +161,22 @@ static Opts parse(int argc, char **argv) {
             return argv[++i];
         };
         long v;
+        if (a == "--min-size") {
+            const char *s = val("--min-size");
+            if (!parse_size(s, &o.min_size) || o.min_size == 0) {
+                fprintf(stderr, "nvshmem-perf: --min-size: bad size '%s'\n", s);
+                exit(2);
+            }
+            continue;
+        }
+        if (a == "--grid") {
+            o.grid = (unsigned)atoi(val("--grid"));
+            if (o.grid == 0) {
+                fprintf(stderr, "nvshmem-perf: --grid must be at least 1\n");
+                exit(2);
+            }
+            continue;
+        }
         if (a == "--max-size") {
             const char *s = val("--max-size");
             if (!parse_size(s, &o.max_size)) {
@@ -341,7 +359,7 @@ static void bandwidth(const Opts &o, bool get, int pe, cudaStream_t s, char *src
         size_t n = o.max_size;
         CUDA_CHECK(cudaMemsetAsync(src, 0x5a, n, s));
         CUDA_CHECK(cudaMemsetAsync(dst, 0x00, n, s));
-        unsigned blocks = (unsigned)std::min<uint64_t>(std::max<uint64_t>(n / (64 << 10), 1), 1056);
+        unsigned blocks = o.grid ? o.grid : (unsigned)std::min<uint64_t>(std::max<uint64_t>(n / (64 << 10), 1), 1056);
         bw_block<<<blocks, 1024, 0, s>>>(get ? 1 : 0, dst, src, n, pe);
         CUDA_CHECK(cudaGetLastError());
         CUDA_CHECK(cudaStreamSynchronize(s));
@@ -355,8 +373,8 @@ static void bandwidth(const Opts &o, bool get, int pe, cudaStream_t s, char *src
             }
     }
     // Doubling, like gpushmem-perf, so that both sweeps share every size (1 GiB included).
-    for (uint64_t size = 8; size <= o.max_size; size *= 2) {
-        unsigned blocks = (unsigned)std::min<uint64_t>(std::max<uint64_t>(size / (64 << 10), 1), 1056);
+    for (uint64_t size = o.min_size; size <= o.max_size; size *= 2) {
+        unsigned blocks = o.grid ? o.grid : (unsigned)std::min<uint64_t>(std::max<uint64_t>(size / (64 << 10), 1), 1056);
         double ours = median_ms(s, o.warmup, o.reps, [&] {
             bw_block<<<blocks, 1024, 0, s>>>(get ? 1 : 0, dst, src, (size_t)size, pe);
             CUDA_CHECK(cudaGetLastError());

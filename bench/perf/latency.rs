@@ -74,9 +74,10 @@ pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
 }
 
 /// What each ordering choice costs in a signal ping-pong (kernel `pingpong_mode`,
-/// modes 0-6, see its doc): rows `pingpong_mode_<k>`, µs per round trip.
+/// modes 0-7, see its doc): rows `pingpong_mode_<k>` and `signal_pingpong`
+/// (library `signal_op` + `signal_wait_until`, as NVSHMEM's), µs per round trip.
 pub fn scopes(o: &Opts) -> BenchResult<Vec<Row>> {
-    const MODES: [&str; 7] = [
+    const MODES: [&str; 8] = [
         "pingpong_mode_0_library",
         "pingpong_mode_1_relaxed_floor",
         "pingpong_mode_2_release_sys_fence_sys",
@@ -84,6 +85,7 @@ pub fn scopes(o: &Opts) -> BenchResult<Vec<Row>> {
         "pingpong_mode_4_release_sys_ld_acquire_sys",
         "pingpong_mode_5_release_gpu_ld_acquire_gpu",
         "pingpong_mode_6_fence_gpu_relaxed_fence_gpu",
+        "signal_pingpong",
     ];
     let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
         let payload = shmem.calloc::<u64>(2)?;

@@ -9,6 +9,26 @@ use crate::error::CudaContext as _;
 use crate::{Error, Result};
 use cudarc::driver::{result, sys};
 
+/// Asks the driver for enough hardware work queues per context for
+/// `pes_per_gpu` PEs as threads (`CUDA_DEVICE_MAX_CONNECTIONS`, read when a
+/// context is created), unless the user set it. The default is 8 queues: with
+/// more streams in a context than queues, streams share a queue and a kernel
+/// can wait behind another stream's kernel. PEs as threads put one stream per
+/// PE in one context and their kernels wait for each other, so sharing a queue
+/// can deadlock (suspected cause of one 8-PE hang on the H200, after many
+/// tests in one process). Two queues per PE (16 for 8 PEs, at most 32, the
+/// driver's limit); more queues make context creation slower. Only the first
+/// context of the process sees the value: call before creating one.
+pub(crate) fn reserve_queues(pes_per_gpu: usize) {
+    if pes_per_gpu <= 4 || std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_some() {
+        return;
+    }
+    let n = (pes_per_gpu * 2).next_power_of_two().clamp(8, 32);
+    // Before this library starts its PE threads.
+    std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", n.to_string());
+    log::debug!("CUDA_DEVICE_MAX_CONNECTIONS={n}: {pes_per_gpu} PEs' streams in one context must not share a queue");
+}
+
 /// Number of CUDA devices, or [`Error::NoGpu`] with the reason when the
 /// driver library is missing, fails to initialise, or sees no device.
 pub fn device_count() -> Result<usize> {

@@ -19,6 +19,8 @@ use std::sync::Arc;
 pub(crate) struct PeerInfo {
     pub pid: u32,
     pub device: u32,
+    /// The GPU's UUID: tells whether two PEs share one physical GPU across processes.
+    pub uuid: [u8; 16],
     pub heap_base: u64,
     pub heap_size: u64,
     /// The context handle (meaningful only inside the same process).
@@ -27,13 +29,14 @@ pub(crate) struct PeerInfo {
     pub ipc: Option<IpcBytes>,
 }
 
-const INFO_BYTES: usize = 4 + 4 + 8 + 8 + 8 + 1 + 64;
+const INFO_BYTES: usize = 4 + 4 + 16 + 8 + 8 + 8 + 1 + 64;
 
 impl PeerInfo {
     fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(INFO_BYTES);
         v.extend_from_slice(&self.pid.to_le_bytes());
         v.extend_from_slice(&self.device.to_le_bytes());
+        v.extend_from_slice(&self.uuid);
         v.extend_from_slice(&self.heap_base.to_le_bytes());
         v.extend_from_slice(&self.heap_size.to_le_bytes());
         v.extend_from_slice(&self.ctx.to_le_bytes());
@@ -51,10 +54,11 @@ impl PeerInfo {
         Some(PeerInfo {
             pid: u32_at(0),
             device: u32_at(4),
-            heap_base: u64_at(8),
-            heap_size: u64_at(16),
-            ctx: u64_at(24),
-            ipc: (b[32] == 1).then(|| b[33..97].try_into().unwrap()),
+            uuid: b[8..24].try_into().unwrap(),
+            heap_base: u64_at(24),
+            heap_size: u64_at(32),
+            ctx: u64_at(40),
+            ipc: (b[48] == 1).then(|| b[49..113].try_into().unwrap()),
         })
     }
 }
@@ -73,6 +77,13 @@ pub(crate) struct PeerMap {
 }
 
 impl PeerMap {
+    /// Whether every PE runs on one physical GPU (same, known UUID): device
+    /// code may then order with `.gpu`-scope fences (see `abi::FLAG_ONE_GPU`).
+    pub fn one_gpu(&self) -> bool {
+        let first = self.infos.first().map(|i| i.uuid);
+        first.is_some_and(|u| u != [0; 16] && self.infos.iter().all(|i| i.uuid == u))
+    }
+
     /// Exchanges heap descriptions and maps every peer (collective).
     pub fn build(
         boot: &dyn Bootstrap,
@@ -85,6 +96,7 @@ impl PeerMap {
         let mine = PeerInfo {
             pid: std::process::id(),
             device: device as u32,
+            uuid: ctx.uuid().map(|u| u.bytes.map(|c| c as u8)).unwrap_or([0; 16]),
             heap_base: heap.base,
             heap_size: heap.size,
             ctx: ctx.cu_ctx() as u64,
@@ -169,7 +181,15 @@ mod tests {
 
     #[test]
     fn info_roundtrip() {
-        let i = PeerInfo { pid: 7, device: 3, heap_base: 1 << 40, heap_size: 1 << 30, ctx: 99, ipc: Some([5; 64]) };
+        let i = PeerInfo {
+            pid: 7,
+            device: 3,
+            uuid: [9; 16],
+            heap_base: 1 << 40,
+            heap_size: 1 << 30,
+            ctx: 99,
+            ipc: Some([5; 64]),
+        };
         assert_eq!(PeerInfo::decode(&i.encode()), Some(i.clone()));
         let j = PeerInfo { ipc: None, ..i };
         assert_eq!(PeerInfo::decode(&j.encode()), Some(j));

@@ -9,7 +9,7 @@ use crate::peer::PeerMap;
 use crate::team::TeamTable;
 use crate::{driver, Config, Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig};
-use gpushmem_kernels::abi::{State, FLAG_DEBUG_CHECKS, STATE_VERSION};
+use gpushmem_kernels::abi::{State, FLAG_DEBUG_CHECKS, FLAG_ONE_GPU, STATE_VERSION};
 use std::sync::Arc;
 
 /// One PE: its GPU context and stream, its symmetric heap, the mapping of
@@ -463,7 +463,7 @@ fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMa
         heap_base: heap.base,
         heap_size: heap.size,
         peer_bases: peers.table.as_ref().map_or(0, |t| t.ptr),
-        flags: if config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 },
+        flags: if config.debug_checks { FLAG_DEBUG_CHECKS } else { 0 } | if peers.one_gpu() { FLAG_ONE_GPU } else { 0 },
         reserved0: 0,
         timeout_ns: config.device_timeout.map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
         teams: teams.table.ptr,

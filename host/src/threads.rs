@@ -59,13 +59,16 @@ impl Threads {
             None => Config::from_env()?,
         };
         let n_dev = driver::device_count()?;
+        let device_of = |pe: usize| self.devices.as_ref().map_or(pe % n_dev, |d| d[pe % d.len()]);
+        let most_on_one_gpu = (0..n_dev).map(|g| (0..self.n).filter(|&pe| device_of(pe) == g).count()).max();
+        driver::reserve_queues(most_on_one_gpu.unwrap_or(self.n));
         let boots = ThreadsBootstrap::group(self.n, config.bootstrap_timeout);
         let outcomes: Vec<Result<T>> = std::thread::scope(|scope| {
             let handles: Vec<_> = boots
                 .into_iter()
                 .enumerate()
                 .map(|(pe, boot)| {
-                    let device = self.devices.as_ref().map_or(pe % n_dev, |d| d[pe % d.len()]);
+                    let device = device_of(pe);
                     let config = config.clone();
                     let f = &f;
                     std::thread::Builder::new()

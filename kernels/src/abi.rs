@@ -16,6 +16,12 @@ pub const STATE_SYMBOL: &str = "GPUSHMEM_STATE";
 /// [`State::flags`] bit: check PE numbers and heap bounds in every call, trap with a message.
 pub const FLAG_DEBUG_CHECKS: u32 = 1;
 
+/// [`State::flags`] bit: every PE of the job runs on this PE's GPU, so device-
+/// scope (`.gpu`) fences and release/acquire operations order everything the
+/// PEs can observe (PTX ISA 8.5: the `.gpu` scope is every thread of the
+/// device); without it they use `.sys` (other GPUs and the host included).
+pub const FLAG_ONE_GPU: u32 = 2;
+
 /// Largest number of PEs a team's sync slot has flags for.
 pub const MAX_PES: u32 = 4096;
 

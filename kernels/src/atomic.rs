@@ -30,6 +30,8 @@ pub trait AtomicWord: bytemuck::Pod + PartialOrd {
     unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self;
     /// `ld.relaxed.sys`.
     unsafe fn load(p: *const Self) -> Self;
+    /// `ld.acquire`, at the job's scope (`.gpu` when every PE shares this GPU, else `.sys`).
+    unsafe fn load_acquire(p: *const Self) -> Self;
     /// `st.relaxed.sys`.
     unsafe fn store(p: *mut Self, v: Self);
     /// The value one.
@@ -103,6 +105,16 @@ macro_rules! atomic_word {
             unsafe fn load(p: *const Self) -> Self {
                 let v: Self;
                 asm!(concat!("ld.relaxed.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                v
+            }
+            #[inline(always)]
+            unsafe fn load_acquire(p: *const Self) -> Self {
+                let v: Self;
+                if crate::ptx::one_gpu() {
+                    asm!(concat!("ld.acquire.gpu.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                } else {
+                    asm!(concat!("ld.acquire.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                }
                 v
             }
             #[inline(always)]

@@ -95,10 +95,10 @@ pub static mut GPUSHMEM_STATE: abi::State = abi::State::UNINIT;
 /// The device state, read through a raw pointer (no reference to a `static mut`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-pub(crate) fn state() -> &'static abi::State {
+pub(crate) fn state() -> abi::State {
     // SAFETY: the host writes the state before any launch and never while a
     // kernel of this module runs; device code never writes it.
-    unsafe { &*core::ptr::addr_of!(GPUSHMEM_STATE) }
+    unsafe { ptx::ld_invariant(core::ptr::addr_of!(GPUSHMEM_STATE)) }
 }
 
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]

@@ -33,7 +33,8 @@ pub unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
 #[inline(always)]
 pub(crate) unsafe fn peer_address<T>(sym: *const T, pe: u32) -> *mut T {
     let s = state();
-    let base = *(s.peer_bases as *const u64).add(pe as usize);
+    // The table is written by the host between launches only.
+    let base = crate::ptx::ld_invariant((s.peer_bases as *const u64).add(pe as usize));
     if base == 0 {
         return core::ptr::null_mut();
     }

@@ -12,15 +12,14 @@ use crate::copy::copy_bytes;
 use crate::group::Group;
 use crate::rma::{remote, remote_elem};
 use crate::{ptx, wait};
-use core::arch::asm;
 use core::ffi::CStr;
 
 /// Release-updates the signal word at the already translated address `sig` (PTX ISA 9.7.8.10 st, 9.7.13.6 red).
 #[inline(always)]
 unsafe fn signal_release(sig: *mut u64, value: u64, op: SignalOp) {
     match op {
-        SignalOp::Set => ptx::st_release_sys_u64(sig, value),
-        SignalOp::Add => asm!("red.release.sys.global.add.u64 [{p}], {v};", p = in(reg64) sig, v = in(reg64) value),
+        SignalOp::Set => ptx::st_release_u64(sig, value),
+        SignalOp::Add => ptx::red_release_add_u64(sig, value),
     }
 }
 
@@ -40,7 +39,7 @@ pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
 /// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
-    ptx::ld_acquire_sys_u64(sig)
+    <u64 as crate::atomic::AtomicWord>::load_acquire(sig)
 }
 
 /// Waits until the local signal `sig <cmp> value` (`nvshmem_signal_wait_until`);

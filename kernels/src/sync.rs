@@ -18,18 +18,20 @@ use crate::{debug, ptx, state, wait};
 use core::ffi::CStr;
 
 /// Orders this thread's earlier puts, AMOs and memory stores to each PE
-/// before its later ones to the same PE (`nvshmem_fence`): `fence.acq_rel.sys`.
+/// before its later ones to the same PE (`nvshmem_fence`): `fence.acq_rel` (`.gpu`
+/// when every PE shares this GPU, else `.sys`).
 #[inline(always)]
 pub fn fence() {
-    ptx::fence_acq_rel_sys();
+    ptx::fence_acq_rel();
 }
 
 /// Completes this thread's earlier puts, AMOs and non-blocking gets
-/// (`nvshmem_quiet`): they are visible system-wide after it. `fence.sc.sys`
-/// (`membar.sys`), which also orders later loads after earlier stores.
+/// (`nvshmem_quiet`): they are visible to every PE after it. `fence.sc`
+/// (`.gpu` when every PE shares this GPU, else `.sys`), which also orders
+/// later loads after earlier stores.
 #[inline(always)]
 pub fn quiet() {
-    ptx::fence_sc_sys();
+    ptx::fence_sc();
 }
 
 fn quiet_group(g: Group) {
@@ -37,7 +39,7 @@ fn quiet_group(g: Group) {
     // cumulativity then covers them; sync again so no thread runs ahead of it.
     g.sync();
     if g.is_leader() {
-        ptx::fence_sc_sys();
+        ptx::fence_sc();
     }
     g.sync();
 }
@@ -52,6 +54,9 @@ pub fn quiet_block() {
     quiet_group(Group::block());
 }
 
+/// Teams up to this size have their barrier flags written by the group's leader.
+const LEADER_WRITES_UP_TO: u32 = 64;
+
 pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr) {
     debug::check_installed(call);
     let s = state();
@@ -59,27 +64,40 @@ pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr)
     g.sync();
     let slot = s.heap_base + TeamDesc::slot_offset(team.0);
     let seq_ptr = (slot + sync_area::BARRIER_SEQ) as *mut u64;
+    let flags = (slot + sync_area::BARRIER_FLAGS) as *mut u64;
+    // SAFETY: flag `my_index` of member i's slot; every heap has the slot.
+    let flag_on = |i: u32| unsafe { peer_address(flags.add(d.my_index as usize), d.world_pe(i)) };
+    // Small teams: the leader fences once and writes every member's flag
+    // itself (fence, then relaxed stores of the same thread: a release
+    // pattern, one fence per barrier). Large teams: the group spreads the
+    // flags, each thread with its own release store.
+    let leader_writes = d.size <= LEADER_WRITES_UP_TO;
     if g.is_leader() {
         if complete {
-            ptx::fence_sc_sys();
+            ptx::fence_sc();
         } else {
-            ptx::fence_acq_rel_sys();
+            ptx::fence_acq_rel();
         }
         // SAFETY: the seq word is in this PE's slot, touched only by the barrier's leader.
-        unsafe { seq_ptr.write_volatile(seq_ptr.read_volatile() + 1) };
+        let seq = unsafe { seq_ptr.read_volatile() + 1 };
+        unsafe { seq_ptr.write_volatile(seq) };
+        if leader_writes {
+            for i in 0..d.size {
+                // SAFETY: see `flag_on`.
+                unsafe { ptx::st_relaxed_sys_u64(flag_on(i), seq) };
+            }
+        }
     }
     g.sync();
     // SAFETY: written by the leader before the group sync above.
     let seq = unsafe { seq_ptr.read_volatile() };
-    let flags = (slot + sync_area::BARRIER_FLAGS) as *mut u64;
-    let mut i = g.rank as u32;
-    while i < d.size {
-        // SAFETY: flag `my_index` of member i's slot; every heap has the slot.
-        unsafe {
-            let remote = peer_address(flags.add(d.my_index as usize), d.world_pe(i));
-            ptx::st_release_sys_u64(remote, seq);
+    if !leader_writes {
+        let mut i = g.rank as u32;
+        while i < d.size {
+            // SAFETY: see `flag_on`.
+            unsafe { ptx::st_release_u64(flag_on(i), seq) };
+            i += g.size as u32;
         }
-        i += g.size as u32;
     }
     let mut i = g.rank as u32;
     while i < d.size {

@@ -22,7 +22,8 @@ pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
     let s = state();
     if s.flags & abi::FLAG_DEBUG_CHECKS != 0 {
         // SAFETY: checked in range before the read.
-        let valid = team.0 < MAX_TEAMS && unsafe { (*(s.teams as *const TeamDesc).add(team.0 as usize)).size != 0 };
+        let valid = team.0 < MAX_TEAMS
+            && unsafe { crate::ptx::ld_invariant((s.teams as *const TeamDesc).add(team.0 as usize)).size != 0 };
         if !valid {
             debug::fail(
                 c"gpushmem: %s: team %llu is not a valid team (destroyed, never created, or out of range) on PE %llu\n",
@@ -31,7 +32,7 @@ pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
         }
     }
     // SAFETY: the host installs a `[TeamDesc; MAX_TEAMS]` table before any launch.
-    unsafe { *(s.teams as *const TeamDesc).add(team.0 as usize) }
+    unsafe { crate::ptx::ld_invariant((s.teams as *const TeamDesc).add(team.0 as usize)) }
 }
 
 /// Like [`desc`], and traps unless this PE is a member (always checked: a

@@ -89,6 +89,9 @@ pub fn run_with_timeout(
     env: &[(&str, &str)],
     timeout: Duration,
 ) -> Result<(bool, String, Duration), String> {
+    // One PE per child process: the queue count the parent chose for its
+    // 8-PE thread jobs would only slow the children's context creation.
+    cmd.env_remove("CUDA_DEVICE_MAX_CONNECTIONS");
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -238,6 +238,11 @@ fn main() -> ExitCode {
     if let Ok(name) = std::env::var("GPUSHMEM_TEST_CHILD") {
         return child_scenario(&name);
     }
+    // The tests run jobs of up to 8 PEs as threads in this one process; the
+    // first context decides the queue count (see gpushmem's `reserve_queues`).
+    if std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_none() {
+        std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", "16");
+    }
     let mut args = Arguments::from_args();
     // GPU tests share one device and launch collective kernels: run them one at a time.
     args.test_threads = Some(1);

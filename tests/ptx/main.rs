@@ -96,19 +96,21 @@ fn main() {
                 Err("PTX does not target sm_90".into())
             }
         }),
-        golden("probe_fence", &["fence.acq_rel.sys;"], &[]),
-        golden("probe_quiet", &["fence.sc.sys;"], &[]),
+        golden("probe_fence", &["fence.acq_rel.sys;", "fence.acq_rel.gpu;"], &[]),
+        golden("probe_quiet", &["fence.sc.sys;", "fence.sc.gpu;"], &[]),
         golden("probe_quiet_block", &["barrier.sync 0;", "fence.sc.sys;"], &["bar.sync"]),
         golden(
             "probe_barrier_all",
             &[
                 "fence.sc.sys;",
-                "st.release.sys.global.u64",
+                "fence.sc.gpu;",
+                "st.relaxed.sys.global.u64",
                 "ld.relaxed.sys.global.u64",
-                "fence.acq_rel.sys;",
+                "ld.acquire.sys.global.b64",
+                "ld.acquire.gpu.global.b64",
                 "%globaltimer",
             ],
-            &["ld.acquire"],
+            &[],
         ),
         golden(
             "probe_barrier_all_block",
@@ -124,8 +126,14 @@ fn main() {
         golden("probe_get_warp", &["ld.global.v4.u32", "st.global.v4.u32", "bar.warp.sync"], &[]),
         golden(
             "probe_wait",
-            &["ld.relaxed.sys.global.u64", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
-            &["ld.acquire"],
+            &[
+                "ld.relaxed.sys.global.b64",
+                "ld.acquire.sys.global.b64",
+                "ld.acquire.gpu.global.b64",
+                "%globaltimer",
+                "trap;",
+            ],
+            &["fence"],
         ),
         golden("probe_ptr", &["GPUSHMEM_STATE"], &[]),
         golden("probe_atomic_fetch_add_u64", &["atom.relaxed.sys.global.add.u64"], &["fence"]),
@@ -141,8 +149,12 @@ fn main() {
         golden("probe_atomic_set_u64", &["st.relaxed.sys.global.b64"], &["st.release", "fence"]),
         golden("probe_atomic_fetch_add_f32", &["atom.relaxed.sys.global.add.f32"], &["fence"]),
         golden("probe_atomic_fetch_add_f64", &["atom.relaxed.sys.global.add.f64"], &["fence"]),
-        golden("probe_signal_op_set", &["st.release.sys.global.u64"], &["red.", "fence"]),
-        golden("probe_signal_op_add", &["red.release.sys.global.add.u64"], &["st.release", "fence"]),
+        golden("probe_signal_op_set", &["st.release.sys.global.u64", "st.release.gpu.global.u64"], &["red.", "fence"]),
+        golden(
+            "probe_signal_op_add",
+            &["red.release.sys.global.add.u64", "red.release.gpu.global.add.u64"],
+            &["st.release", "fence"],
+        ),
         golden(
             "probe_putmem_signal_block",
             &["ld.global.v4.u32", "st.global.v4.u32", "barrier.sync 0;", "st.release.sys.global.u64"],
@@ -151,14 +163,26 @@ fn main() {
         golden("probe_put_signal_nbi_add", &["st.global.v4.u32", "red.release.sys.global.add.u64"], &["barrier.sync"]),
         golden(
             "probe_signal_wait_until",
-            &["ld.relaxed.sys.global.b64", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
-            &["ld.acquire"],
+            &[
+                "ld.relaxed.sys.global.b64",
+                "ld.acquire.sys.global.b64",
+                "ld.acquire.gpu.global.b64",
+                "%globaltimer",
+                "trap;",
+            ],
+            &["fence"],
         ),
-        golden("probe_signal_fetch", &["ld.acquire.sys.global.u64"], &["%globaltimer"]),
+        golden("probe_signal_fetch", &["ld.acquire.sys.global.b64", "ld.acquire.gpu.global.b64"], &["%globaltimer"]),
         golden(
             "probe_wait_until_i32",
-            &["ld.relaxed.sys.global.b32", "fence.acq_rel.sys;", "%globaltimer", "trap;"],
-            &["ld.acquire"],
+            &[
+                "ld.relaxed.sys.global.b32",
+                "ld.acquire.sys.global.b32",
+                "ld.acquire.gpu.global.b32",
+                "%globaltimer",
+                "trap;",
+            ],
+            &["fence"],
         ),
         golden("probe_test_u64", &["ld.relaxed.sys.global.b64", "fence.acq_rel.sys;"], &["%globaltimer", "trap;"]),
         golden("probe_test_any_u32", &["ld.relaxed.sys.global.b32", "fence.acq_rel.sys;"], &["%globaltimer", "trap;"]),
@@ -170,8 +194,14 @@ fn main() {
         golden("probe_iput_block", &["barrier.sync 0;"], &["fence"]),
         golden(
             "probe_team_barrier",
-            &["fence.sc.sys;", "st.release.sys.global.u64", "ld.relaxed.sys.global.u64", "%globaltimer"],
-            &["ld.acquire"],
+            &[
+                "fence.sc.sys;",
+                "fence.sc.gpu;",
+                "st.relaxed.sys.global.u64",
+                "ld.relaxed.sys.global.u64",
+                "%globaltimer",
+            ],
+            &[],
         ),
         golden(
             "probe_team_sync_warp",

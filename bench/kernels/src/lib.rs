@@ -173,7 +173,9 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// 3 `st.release.gpu` signal, poll, `fence.acq_rel.gpu`;
 /// 4 `st.release.sys` signal, poll, one `ld.acquire.sys` of the signal;
 /// 5 `st.release.gpu` signal, poll, one `ld.acquire.gpu` of the signal;
-/// 6 `fence.acq_rel.gpu` + relaxed signal store, poll, `fence.acq_rel.gpu`.
+/// 6 `fence.acq_rel.gpu` + relaxed signal store, poll, `fence.acq_rel.gpu`;
+/// 7 library `signal_op` (SET, no payload) + `signal_wait_until` (NVSHMEM's
+/// `signal_op` ping-pong).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64, base: u64, iters: u32, mode: u32) {
     use core::arch::asm;
@@ -217,6 +219,16 @@ pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64
     };
     for i in 1..=iters as u64 {
         let v = base + i;
+        if mode == 7 {
+            if me == 1 {
+                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+            }
+            shmem::signal_op(sig, v, shmem::SignalOp::Set, peer);
+            if me == 0 {
+                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+            }
+            continue;
+        }
         if mode == 0 {
             if me == 1 {
                 shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
