@@ -27,6 +27,10 @@
 //!   chase) from PE 1, in one launch; µs per operation.
 //! - `pingpong` → `put_signal_pingpong` [8]: `put_signal_nbi` (8 B + signal SET)
 //!   round trip between PE 0 and PE 1, 10^4 per launch; µs per round trip.
+//! - `scopes` → `pingpong_mode_<k>_…` and `signal_pingpong` [8]: the same ping-pong
+//!   with each ordering choice spelled out (relaxed floor, release/acquire and
+//!   fences at `.sys` and `.gpu` scope, the library's `put_signal` and `signal_op`):
+//!   what each memory-model guarantee costs; see the kernel `pingpong_mode`.
 //! - `barrier` → `barrier_all_block`, `sync_all_block` [PEs]: 10^4 barriers per
 //!   launch by one 32-thread block per PE, for each PE count of `--pes` (2,4,8); µs each.
 //! - `atomic` → `atomic_fetch_add_latency` [8]: 10^4 dependent u64

@@ -8,7 +8,7 @@
 //!   ends with); busbw = algbw × (n−1)/n.
 //! - alltoall: size = bytes each PE sends to each PE; algbw = n·size / t; busbw = algbw × (n−1)/n.
 
-use crate::common::{config, gbs, human_size, median_ms, sizes, BenchResult, Row};
+use crate::common::{config, gbs, human_size, median_ms_lined_up, sizes, BenchResult, Row};
 use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem, Threads};
@@ -83,19 +83,12 @@ struct Meas {
 /// stream-ordered barrier before each timed span.
 fn time_op(shmem: &Shmem, o: &Opts, size: u64, mut op: impl FnMut() -> gpushmem::Result<()>) -> gpushmem::Result<f64> {
     let per_span = ((16u64 << 20) / size.max(1)).clamp(1, 16);
-    let s = shmem.stream();
-    let ms = median_ms(
-        s,
-        o.warmup,
-        o.reps,
-        || shmem.barrier_all_on_stream(s),
-        || {
-            for _ in 0..per_span {
-                op()?;
-            }
-            Ok(())
-        },
-    )?;
+    let ms = median_ms_lined_up(shmem, o, || {
+        for _ in 0..per_span {
+            op()?;
+        }
+        Ok(())
+    })?;
     Ok(ms / per_span as f64)
 }
 

@@ -72,6 +72,17 @@ pub fn median(v: &mut [f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// [`median_ms`] on `shmem`'s stream with the PEs lined up before each run
+/// by a stream-ordered barrier (every PE calls it: a collective).
+pub fn median_ms_lined_up(
+    shmem: &gpushmem::Shmem,
+    o: &crate::opts::Opts,
+    f: impl FnMut() -> gpushmem::Result<()>,
+) -> gpushmem::Result<f64> {
+    let s = shmem.stream();
+    median_ms(s, o.warmup, o.reps, || shmem.barrier_all_on_stream(s), f)
+}
+
 /// No-op `pre` for [`median_ms`].
 pub fn nothing() -> gpushmem::Result<()> {
     Ok(())

@@ -1,6 +1,6 @@
 //! `latency` (p, g), `pingpong` (put_signal round trip), `barrier` (barrier_all, sync_all against PEs).
 
-use crate::common::{config, median_ms, module, nothing, BenchResult, Row};
+use crate::common::{config, median_ms, median_ms_lined_up, module, nothing, BenchResult, Row};
 use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::{LaunchConfig, Threads};
@@ -44,82 +44,57 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
     Ok(vec![Row::new("p_latency", 8, p, None, "us"), Row::new("g_latency", 8, g, None, "us")])
 }
 
-/// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1.
-pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
-    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
-        let payload = shmem.calloc::<u64>(2)?;
-        let sig = shmem.calloc::<u64>(1)?;
-        let m = module(shmem)?;
-        let k = m.kernel("pingpong")?;
-        let mut base = 0u64;
-        let s = shmem.stream();
-        let ms = median_ms(
-            s,
-            o.warmup,
-            o.reps,
-            || shmem.barrier_all_on_stream(s),
-            || {
-                let b = base;
-                base += ITERS as u64;
-                // SAFETY: the arguments match `pingpong`; both PEs launch it.
-                unsafe {
-                    shmem.launch_collective(&k, ONE_WARP, (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS))
-                }
-            },
-        )?;
-        shmem.barrier_all()?;
-        Ok(us_per_op(ms))
-    })?;
-    Ok(vec![Row::new("put_signal_pingpong", 8, r[0], None, "us/round trip")])
-}
+/// Rows of `gpushmem-perf scopes`: each ordering choice of the ping-pong kernel
+/// `pingpong_mode` (modes 0-7, see its doc), µs per round trip. Mode 0 (the
+/// library's `put_signal_nbi` + `signal_wait_until`) is also `pingpong`'s row;
+/// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`.
+const MODES: [&str; 8] = [
+    "pingpong_mode_0_library",
+    "pingpong_mode_1_relaxed_floor",
+    "pingpong_mode_2_release_sys_fence_sys",
+    "pingpong_mode_3_release_gpu_fence_gpu",
+    "pingpong_mode_4_release_sys_ld_acquire_sys",
+    "pingpong_mode_5_release_gpu_ld_acquire_gpu",
+    "pingpong_mode_6_fence_gpu_relaxed_fence_gpu",
+    "signal_pingpong",
+];
 
-/// What each ordering choice costs in a signal ping-pong (kernel `pingpong_mode`,
-/// modes 0-7, see its doc): rows `pingpong_mode_<k>` and `signal_pingpong`
-/// (library `signal_op` + `signal_wait_until`, as NVSHMEM's), µs per round trip.
-pub fn scopes(o: &Opts) -> BenchResult<Vec<Row>> {
-    const MODES: [&str; 8] = [
-        "pingpong_mode_0_library",
-        "pingpong_mode_1_relaxed_floor",
-        "pingpong_mode_2_release_sys_fence_sys",
-        "pingpong_mode_3_release_gpu_fence_gpu",
-        "pingpong_mode_4_release_sys_ld_acquire_sys",
-        "pingpong_mode_5_release_gpu_ld_acquire_gpu",
-        "pingpong_mode_6_fence_gpu_relaxed_fence_gpu",
-        "signal_pingpong",
-    ];
+/// µs per round trip of each of `modes` of `pingpong_mode` between PE 0 and PE 1.
+fn pingpong_modes(o: &Opts, modes: &[u32]) -> BenchResult<Vec<f64>> {
     let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
         let payload = shmem.calloc::<u64>(2)?;
         let sig = shmem.calloc::<u64>(1)?;
         let m = module(shmem)?;
         let k = m.kernel("pingpong_mode")?;
         let mut base = 0u64;
-        let s = shmem.stream();
         let mut us = Vec::new();
-        for mode in 0..MODES.len() as u32 {
-            let ms = median_ms(
-                s,
-                o.warmup,
-                o.reps,
-                || shmem.barrier_all_on_stream(s),
-                || {
-                    let b = base;
-                    base += ITERS as u64;
-                    // SAFETY: the arguments match `pingpong_mode`; both PEs launch it.
-                    unsafe {
-                        shmem.launch_collective(
-                            &k,
-                            ONE_WARP,
-                            (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS, mode),
-                        )
-                    }
-                },
-            )?;
+        for &mode in modes {
+            let ms = median_ms_lined_up(shmem, o, || {
+                let b = base;
+                base += ITERS as u64;
+                let args = (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS, mode);
+                // SAFETY: the arguments match `pingpong_mode`; both PEs launch it.
+                unsafe { shmem.launch_collective(&k, ONE_WARP, args) }
+            })?;
             us.push(us_per_op(ms));
         }
         shmem.barrier_all()?;
         Ok(us)
     })?;
-    Ok(MODES.iter().zip(&r[0]).map(|(&name, &us)| Row::new(name, 8, us, None, "us/round trip")).collect())
+    Ok(r.into_iter().next().unwrap_or_default())
+}
+
+/// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
+pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
+    let us = pingpong_modes(o, &[0])?;
+    Ok(vec![Row::new("put_signal_pingpong", 8, us[0], None, "us/round trip")])
+}
+
+/// What each ordering choice costs in a signal ping-pong: every mode of [`MODES`].
+pub fn scopes(o: &Opts) -> BenchResult<Vec<Row>> {
+    let modes: Vec<u32> = (0..MODES.len() as u32).collect();
+    let us = pingpong_modes(o, &modes)?;
+    Ok(MODES.iter().zip(&us).map(|(&name, &us)| Row::new(name, 8, us, None, "us/round trip")).collect())
 }
 
 /// `barrier_all_block` and `sync_all_block` latency for each PE count of `--pes`.
@@ -130,18 +105,11 @@ pub fn barrier(o: &Opts) -> BenchResult<Vec<Row>> {
         progress.start(&format!("barrier_all_block, sync_all_block {n} PEs"));
         let r = Threads::new(n).config(config(64 << 20)).run(|shmem| {
             let m = module(shmem)?;
-            let s = shmem.stream();
             let mut us = Vec::new();
             for name in ["barrier_loop", "sync_all_loop"] {
                 let k = m.kernel(name)?;
                 // SAFETY: the argument matches the kernel; every PE launches it.
-                let ms = median_ms(
-                    s,
-                    o.warmup,
-                    o.reps,
-                    || shmem.barrier_all_on_stream(s),
-                    || unsafe { shmem.launch_collective(&k, ONE_WARP, (ITERS,)) },
-                )?;
+                let ms = median_ms_lined_up(shmem, o, || unsafe { shmem.launch_collective(&k, ONE_WARP, (ITERS,)) })?;
                 us.push(us_per_op(ms));
             }
             shmem.barrier_all()?;

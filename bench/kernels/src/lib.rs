@@ -95,30 +95,6 @@ pub unsafe extern "ptx-kernel" fn g_latency(src: *const u64, out: *mut u64, pe: 
     *out = idx;
 }
 
-/// `put_signal` ping-pong between PE 0 and PE 1, thread 0 of one block on each:
-/// PE 0 sends `base + i` (an 8-byte payload, `payload` holds 2 words, with the signal SET to it) and
-/// waits for the same value back; PE 1 echoes. `iters` round trips.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn pingpong(payload: *mut u64, sig: *mut u64, base: u64, iters: u32) {
-    if _thread_idx_x() != 0 {
-        return;
-    }
-    let me = shmem::my_pe();
-    let peer = 1 - me;
-    for i in 1..=iters as u64 {
-        let v = base + i;
-        if me == 1 {
-            shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
-        }
-        // payload[1] is the local source, payload[0] the symmetric destination.
-        *payload.add(1) = v;
-        shmem::put_signal_nbi(payload, payload.add(1), 1, sig, v, shmem::SignalOp::Set, peer);
-        if me == 0 {
-            shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
-        }
-    }
-}
-
 /// `iters` × `barrier_all_block`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn barrier_loop(iters: u32) {
