@@ -22,7 +22,11 @@
 //! elements; under `gpushmem-run -n N` each process is one PE (`PES` is then
 //! ignored). Exit status 0 iff every check passed on every PE; 2 without a GPU.
 
-use gpushmem::{LaunchConfig, Shmem, Threads};
+#[path = "common/mod.rs"]
+mod common;
+
+use common::gather;
+use gpushmem::{LaunchConfig, Shmem};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -65,17 +69,6 @@ impl Variant {
             Variant::Library => "library reduce_block",
         }
     }
-}
-
-/// The slowest PE's time and whether every PE passed (host all-gather over the bootstrap).
-fn gather(shmem: &Shmem, secs: f64, ok: bool) -> gpushmem::Result<(f64, bool)> {
-    let mut mine = secs.to_le_bytes().to_vec();
-    mine.push(ok as u8);
-    let all = shmem.bootstrap().allgather(&mine)?;
-    Ok(all.iter().fold((0.0f64, true), |(slowest, every), b| {
-        let s = f64::from_le_bytes(b[..8].try_into().expect("8 bytes of time"));
-        (slowest.max(s), every && b[8] == 1)
-    }))
 }
 
 /// Runs every variant for every size on this PE (at most `max_iters` timed
@@ -234,71 +227,22 @@ fn human(bytes: usize) -> String {
     }
 }
 
-/// How the PEs run, for the report, and whether processes share a GPU: their
-/// kernels then take turns on it (time slices of milliseconds) instead of
-/// running side by side, so every exchange waits for a context switch.
-fn process_mode(n_pes: usize, gpus: usize) -> (String, bool) {
-    if gpus > 0 && n_pes > gpus {
-        let mode = format!(
-            "one process each, {} per GPU: kernels of different processes time-slice, \
-             so expect milliseconds per exchange (run PEs as threads to measure the exchange)",
-            n_pes.div_ceil(gpus)
-        );
-        (mode, true)
-    } else {
-        ("one process each".to_string(), false)
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sizes: Vec<usize> = if args.len() > 1 {
-        match args[1..].iter().map(|s| s.parse().ok().filter(|&e: &usize| e > 0)).collect::<Option<_>>() {
+        match args[1..].iter().map(|s| common::positive(s)).collect::<Option<_>>() {
             Some(s) => s,
-            None => {
-                eprintln!("usage: allreduce [PES [ELEMENTS ...]]  (element counts > 0)");
-                return ExitCode::from(2);
-            }
+            None => return common::usage("allreduce [PES [ELEMENTS ...]]  (element counts > 0)"),
         }
     } else {
         DEFAULT_SIZES.to_vec()
     };
-    let gpus = match gpushmem::gpu_available() {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("allreduce: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
-    let result = if launched {
-        Shmem::init().and_then(|s| {
-            let (mode, shared) = process_mode(s.n_pes(), gpus);
-            // Time-sliced, every exchange costs a context switch: fewer repetitions.
-            let ok = allreduce(&s, &sizes, &mode, if shared { 20 } else { 500 })?;
-            let me = s.my_pe();
-            s.finalize()?;
-            Ok(vec![(me, ok)])
-        })
-    } else {
-        let pes = args.first().and_then(|s| s.parse().ok()).unwrap_or(gpus.max(2));
-        let mode = format!("threads on {gpus} GPU(s)");
-        Threads::new(pes).run(|s| Ok((s.my_pe(), allreduce(s, &sizes, &mode, 500)?)))
-    };
-    match result {
-        Ok(rows) if rows.iter().all(|&(_, ok)| ok) => {
-            if rows.iter().any(|&(pe, _)| pe == 0) {
-                println!("allreduce: every result on every PE matched the CPU reference");
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(_) => {
-            eprintln!("allreduce: some results were WRONG (see above)");
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("allreduce: {e}");
-            ExitCode::from(1)
-        }
-    }
+    common::run(
+        "allreduce",
+        &args,
+        "every result on every PE matched the CPU reference",
+        "some results were WRONG (see above)",
+        // Time-sliced, every exchange costs a context switch: fewer repetitions.
+        |s, mode, shared| allreduce(s, &sizes, mode, if shared { 20 } else { 500 }),
+    )
 }

@@ -15,7 +15,11 @@
 //! `gpushmem-run -n N` each process is one PE (`PES` is then ignored). Exit
 //! status 0 iff every check passed on every PE; 2 without a GPU.
 
-use gpushmem::{LaunchConfig, Shmem, Threads};
+#[path = "common/mod.rs"]
+mod common;
+
+use common::gather;
+use gpushmem::{LaunchConfig, Shmem};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -44,17 +48,6 @@ struct Setup {
     /// Segments (blocks) per PE.
     blocks: usize,
     iters: u64,
-}
-
-/// The slowest PE's time and whether every PE passed (host all-gather over the bootstrap).
-fn gather(shmem: &Shmem, secs: f64, ok: bool) -> gpushmem::Result<(f64, bool)> {
-    let mut mine = secs.to_le_bytes().to_vec();
-    mine.push(ok as u8);
-    let all = shmem.bootstrap().allgather(&mine)?;
-    Ok(all.iter().fold((0.0f64, true), |(slowest, every), b| {
-        let s = f64::from_le_bytes(b[..8].try_into().expect("8 bytes of time"));
-        (slowest.max(s), every && b[8] == 1)
-    }))
 }
 
 /// This PE's copies of its segments, with the initial cells in copy `par`.
@@ -168,74 +161,22 @@ fn halo(shmem: &Shmem, setup: Setup, mode: &str) -> gpushmem::Result<bool> {
     Ok(every)
 }
 
-/// How the PEs run, for the report, and whether processes share a GPU: their
-/// kernels then take turns on it (time slices of milliseconds) instead of
-/// running side by side, so every exchange waits for a context switch.
-fn process_mode(n_pes: usize, gpus: usize) -> (String, bool) {
-    if gpus > 0 && n_pes > gpus {
-        let mode = format!(
-            "one process each, {} per GPU: kernels of different processes time-slice, \
-             so expect milliseconds per exchange (run PEs as threads to measure the exchange)",
-            n_pes.div_ceil(gpus)
-        );
-        (mode, true)
-    } else {
-        ("one process each".to_string(), false)
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize, default: usize| -> Option<usize> {
-        match args.get(i) {
-            Some(s) => s.parse().ok().filter(|&v| v > 0),
-            None => Some(default),
-        }
-    };
+    let arg = |i: usize, default: usize| common::arg(&args, i, default);
     let setup = match (arg(1, 1 << 16), arg(2, 1000), arg(3, 4)) {
         (Some(cells), Some(iters), Some(blocks)) => Setup { seg: cells.div_ceil(blocks), blocks, iters: iters as u64 },
-        _ => {
-            eprintln!("usage: halo [PES [CELLS_PER_PE [ITERS [BLOCKS]]]]  (all > 0)");
-            return ExitCode::from(2);
-        }
+        _ => return common::usage("halo [PES [CELLS_PER_PE [ITERS [BLOCKS]]]]  (all > 0)"),
     };
-    let gpus = match gpushmem::gpu_available() {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("halo: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
-    let result = if launched {
-        Shmem::init().and_then(|s| {
-            let (mode, shared) = process_mode(s.n_pes(), gpus);
+    common::run(
+        "halo",
+        &args,
+        "every cell on every PE matched the CPU run",
+        "some cells were WRONG (see above)",
+        |s, mode, shared| {
             // Time-sliced, every iteration costs a context switch: fewer unless asked.
             let setup = if shared && args.get(2).is_none() { Setup { iters: 100, ..setup } } else { setup };
-            let ok = halo(&s, setup, &mode)?;
-            let me = s.my_pe();
-            s.finalize()?;
-            Ok(vec![(me, ok)])
-        })
-    } else {
-        let pes = args.first().and_then(|s| s.parse().ok()).unwrap_or(gpus.max(2));
-        let mode = format!("threads on {gpus} GPU(s)");
-        Threads::new(pes).run(|s| Ok((s.my_pe(), halo(s, setup, &mode)?)))
-    };
-    match result {
-        Ok(rows) if rows.iter().all(|&(_, ok)| ok) => {
-            if rows.iter().any(|&(pe, _)| pe == 0) {
-                println!("halo: every cell on every PE matched the CPU run");
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(_) => {
-            eprintln!("halo: some cells were WRONG (see above)");
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("halo: {e}");
-            ExitCode::from(1)
-        }
-    }
+            halo(s, setup, mode)
+        },
+    )
 }

@@ -21,7 +21,15 @@
 //! `gpushmem-run -n N` each process is one PE (`PES` is then ignored). Exit
 //! status 0 iff every check passed on every PE; 2 without a GPU.
 
-use gpushmem::{LaunchConfig, Shmem, Threads};
+#[path = "common/mod.rs"]
+mod common;
+// The kernel crate's routing hash, the very file: the expected results use it.
+#[path = "moe-kernels/src/route.rs"]
+mod route;
+
+use common::gather;
+use gpushmem::{LaunchConfig, Shmem};
+use route::route;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -35,18 +43,6 @@ const WARMUP_ROUNDS: u64 = 3;
 const TIMED_ROUNDS: u64 = 50;
 const CHECK_ROUNDS: u64 = 4;
 
-/// The expert of token `token` of PE `pe` in `round`: the kernel crate's `route`, bit for bit.
-fn route(pe: u32, token: u32, round: u64, n_pes: u32) -> u32 {
-    let mut h =
-        pe.wrapping_mul(0x9E37_79B1) ^ token.wrapping_mul(0x85EB_CA77) ^ (round as u32).wrapping_mul(0xC2B2_AE3D);
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x7FEB_352D);
-    h ^= h >> 15;
-    h = h.wrapping_mul(0x846C_A68B);
-    h ^= h >> 16;
-    h % n_pes
-}
-
 /// Element `h` of token `t` on PE `pe`: a small integer, so the products and sums are exact.
 fn token_value(pe: usize, t: usize, h: usize) -> f32 {
     ((t * 5 + h * 3 + pe * 11) % 13) as f32 + 1.0
@@ -57,17 +53,6 @@ struct Shape {
     tokens: usize,
     hidden: usize,
     channels: usize,
-}
-
-/// The slowest PE's time and whether every PE passed (host all-gather over the bootstrap).
-fn gather(shmem: &Shmem, secs: f64, ok: bool) -> gpushmem::Result<(f64, bool)> {
-    let mut mine = secs.to_le_bytes().to_vec();
-    mine.push(ok as u8);
-    let all = shmem.bootstrap().allgather(&mine)?;
-    Ok(all.iter().fold((0.0f64, true), |(slowest, every), b| {
-        let s = f64::from_le_bytes(b[..8].try_into().expect("8 bytes of time"));
-        (slowest.max(s), every && b[8] == 1)
-    }))
 }
 
 /// Runs the warm-up, timed and check launches on this PE; returns whether every PE's check passed.
@@ -183,75 +168,22 @@ fn moe(shmem: &Shmem, shape: Shape, mode: &str) -> gpushmem::Result<bool> {
     Ok(every)
 }
 
-/// How the PEs run, for the report, and whether processes share a GPU: their
-/// kernels then take turns on it (time slices of milliseconds) instead of
-/// running side by side, so every exchange waits for a context switch.
-fn process_mode(n_pes: usize, gpus: usize) -> (String, bool) {
-    if gpus > 0 && n_pes > gpus {
-        let mode = format!(
-            "one process each, {} per GPU: kernels of different processes time-slice, \
-             so expect milliseconds per exchange (run PEs as threads to measure the exchange)",
-            n_pes.div_ceil(gpus)
-        );
-        (mode, true)
-    } else {
-        ("one process each".to_string(), false)
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let arg = |i: usize, default: usize| -> Option<usize> {
-        match args.get(i) {
-            Some(s) => s.parse().ok().filter(|&v| v > 0),
-            None => Some(default),
-        }
-    };
+    let arg = |i: usize, default: usize| common::arg(&args, i, default);
     let shape = match (arg(1, 4096), arg(2, 1024), arg(3, 8)) {
         (Some(tokens), Some(hidden), Some(channels))
             if hidden % 4 == 0 && tokens < u32::MAX as usize && hidden < u32::MAX as usize =>
         {
             Shape { tokens, hidden, channels: channels.min(tokens) }
         }
-        _ => {
-            eprintln!("usage: moe [PES [TOKENS [HIDDEN [CHANNELS]]]]  (all > 0, HIDDEN a multiple of 4)");
-            return ExitCode::from(2);
-        }
+        _ => return common::usage("moe [PES [TOKENS [HIDDEN [CHANNELS]]]]  (all > 0, HIDDEN a multiple of 4)"),
     };
-    let gpus = match gpushmem::gpu_available() {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("moe: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
-    let result = if launched {
-        Shmem::init().and_then(|s| {
-            let ok = moe(&s, shape, &process_mode(s.n_pes(), gpus).0)?;
-            let me = s.my_pe();
-            s.finalize()?;
-            Ok(vec![(me, ok)])
-        })
-    } else {
-        let pes = args.first().and_then(|s| s.parse().ok()).unwrap_or(gpus.max(2));
-        let mode = format!("threads on {gpus} GPU(s)");
-        Threads::new(pes).run(|s| Ok((s.my_pe(), moe(s, shape, &mode)?)))
-    };
-    match result {
-        Ok(rows) if rows.iter().all(|&(_, ok)| ok) => {
-            if rows.iter().any(|&(pe, _)| pe == 0) {
-                println!("moe: every token on every PE came back right");
-            }
-            ExitCode::SUCCESS
-        }
-        Ok(_) => {
-            eprintln!("moe: some tokens came back WRONG (see above)");
-            ExitCode::from(1)
-        }
-        Err(e) => {
-            eprintln!("moe: {e}");
-            ExitCode::from(1)
-        }
-    }
+    common::run(
+        "moe",
+        &args,
+        "every token on every PE came back right",
+        "some tokens came back WRONG (see above)",
+        |s, mode, _| moe(s, shape, mode),
+    )
 }

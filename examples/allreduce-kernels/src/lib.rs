@@ -147,6 +147,10 @@ pub unsafe extern "ptx-kernel" fn allreduce_one_shot(
 ///
 /// # Safety
 /// As [`allreduce_one_shot`].
+// The parameters start as `allreduce_one_shot`'s, spelled out again on
+// purpose: they are the kernel's launch ABI, which the host's argument tuple
+// matches one by one. Packing the shared ones into a struct would change both
+// kernels' PTX signatures and the host's launches, not only the text.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "ptx-kernel" fn allreduce_two_shot(

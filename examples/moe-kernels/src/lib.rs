@@ -14,18 +14,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use gpushmem_kernels as shmem;
 use shmem::{Cmp, SignalOp};
 
-/// The expert PE of token `token` of PE `pe` in round `round`, among `n_pes`
-/// (a hash: deterministic, roughly uniform). The host has the same function.
-pub fn route(pe: u32, token: u32, round: u64, n_pes: u32) -> u32 {
-    let mut h =
-        pe.wrapping_mul(0x9E37_79B1) ^ token.wrapping_mul(0x85EB_CA77) ^ (round as u32).wrapping_mul(0xC2B2_AE3D);
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x7FEB_352D);
-    h ^= h >> 15;
-    h = h.wrapping_mul(0x846C_A68B);
-    h ^= h >> 16;
-    h % n_pes
-}
+mod route;
+pub use route::route;
 
 /// Tokens `[start, start + len)` of channel `idx` of `parts` (nearly equal shares).
 fn share(total: usize, parts: usize, idx: usize) -> (usize, usize) {

@@ -1,0 +1,118 @@
+//! What the `allreduce`, `moe` and `halo` examples share: the parsing of
+//! their numeric arguments, the host all-gather of their results and the
+//! driver of their `main` (GPU check, PEs as threads or as processes under
+//! `gpushmem-run`, exit status).
+//!
+//! Each example includes this file with `#[path = "common/mod.rs"] mod common;`.
+//! It is a `mod.rs`, not a `main.rs`, so Cargo does not take `examples/common`
+//! for an example of its own.
+
+use gpushmem::{Shmem, Threads};
+use std::process::ExitCode;
+
+/// Prints `usage: <text>` and returns exit status 2, for arguments an example cannot take.
+pub fn usage(text: &str) -> ExitCode {
+    eprintln!("usage: {text}");
+    ExitCode::from(2)
+}
+
+/// `s` as a whole number greater than 0, or `None`.
+pub fn positive(s: &str) -> Option<usize> {
+    s.parse().ok().filter(|&v| v > 0)
+}
+
+/// Argument `i` as a number greater than 0: `default` where it is absent,
+/// `None` where it is there but not such a number.
+#[allow(dead_code, reason = "allreduce takes a list of sizes instead")]
+pub fn arg(args: &[String], i: usize, default: usize) -> Option<usize> {
+    match args.get(i) {
+        Some(s) => positive(s),
+        None => Some(default),
+    }
+}
+
+/// The slowest PE's time and whether every PE passed (host all-gather over the bootstrap).
+pub fn gather(shmem: &Shmem, secs: f64, ok: bool) -> gpushmem::Result<(f64, bool)> {
+    let mut mine = secs.to_le_bytes().to_vec();
+    mine.push(ok as u8);
+    let all = shmem.bootstrap().allgather(&mine)?;
+    Ok(all.iter().fold((0.0f64, true), |(slowest, every), b| {
+        let s = f64::from_le_bytes(b[..8].try_into().expect("8 bytes of time"));
+        (slowest.max(s), every && b[8] == 1)
+    }))
+}
+
+/// How the PEs run, for the report, and whether processes share a GPU: their
+/// kernels then take turns on it (time slices of milliseconds) instead of
+/// running side by side, so every exchange waits for a context switch.
+fn process_mode(n_pes: usize, gpus: usize) -> (String, bool) {
+    if gpus > 0 && n_pes > gpus {
+        let mode = format!(
+            "one process each, {} per GPU: kernels of different processes time-slice, \
+             so expect milliseconds per exchange (run PEs as threads to measure the exchange)",
+            n_pes.div_ceil(gpus)
+        );
+        (mode, true)
+    } else {
+        ("one process each".to_string(), false)
+    }
+}
+
+/// The driver of an example's `main`, after its arguments are parsed.
+///
+/// Without a GPU it prints `<name>: <why>` and returns exit status 2.
+/// Launched by `gpushmem-run` (`GPUSHMEM_RANK` or `OMPI_COMM_WORLD_RANK`
+/// set), this process is one PE: `Shmem::init`, `body`, `finalize`.
+/// Otherwise it runs PEs as threads, as many as `args[0]` says (default: one
+/// per GPU, at least 2).
+/// `body(shmem, mode, shared)` runs the example on one PE and returns whether
+/// every PE's check passed; `mode` says how the PEs run, for the report, and
+/// `shared` is true where processes share a GPU (see `process_mode`).
+///
+/// Exit status 0 when every PE passed (PE 0's process prints
+/// `<name>: <passed>`), else 1 with `<name>: <failed>` or the error.
+pub fn run(
+    name: &str,
+    args: &[String],
+    passed: &str,
+    failed: &str,
+    body: impl Fn(&Shmem, &str, bool) -> gpushmem::Result<bool> + Sync,
+) -> ExitCode {
+    let gpus = match gpushmem::gpu_available() {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
+    let result = if launched {
+        Shmem::init().and_then(|s| {
+            let (mode, shared) = process_mode(s.n_pes(), gpus);
+            let ok = body(&s, &mode, shared)?;
+            let me = s.my_pe();
+            s.finalize()?;
+            Ok(vec![(me, ok)])
+        })
+    } else {
+        let pes = args.first().and_then(|s| s.parse().ok()).unwrap_or(gpus.max(2));
+        let mode = format!("threads on {gpus} GPU(s)");
+        Threads::new(pes).run(|s| Ok((s.my_pe(), body(s, &mode, false)?)))
+    };
+    match result {
+        Ok(rows) if rows.iter().all(|&(_, ok)| ok) => {
+            if rows.iter().any(|&(pe, _)| pe == 0) {
+                println!("{name}: {passed}");
+            }
+            ExitCode::SUCCESS
+        }
+        Ok(_) => {
+            eprintln!("{name}: {failed}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
