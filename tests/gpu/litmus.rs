@@ -17,8 +17,13 @@
 //! depends on the scheduler, so a run there mostly checks the final values.
 
 use crate::common::*;
-use gpushmem::{LaunchConfig, Shmem};
+use gpushmem::{Kernel, KernelArgs, LaunchConfig, Shmem, SymSlice};
+use litmus_ops::*;
 use std::time::Instant;
+
+// The cell size, the shapes and the task layout: the kernel crate's very file.
+#[path = "../kernels/src/litmus_ops.rs"]
+mod litmus_ops;
 
 /// splitmix64: a reproducible stream of random numbers.
 pub struct Rng(u64);
@@ -52,17 +57,8 @@ impl Rng {
 /// PEs of every litmus test (so that instances pair PEs at random).
 const PES: usize = 4;
 const HEAP: u64 = 48 << 20;
-/// `u64` words per cell (the kernels' `CELL`).
-const CELL: usize = 4;
 /// Threads per block of the many-block kernels.
 const BLOCK: u32 = 256;
-
-/// Shapes of the kernel `litmus_mp`.
-const MP_FENCE: u32 = 0;
-const MP_QUIET: u32 = 1;
-const MP_SIGNAL: u32 = 2;
-const MP_AMO_FLAG: u32 = 3;
-const MP_AMO_DATA: u32 = 4;
 
 /// Whether some PEs of this job are processes sharing one GPU (then their
 /// kernels time-slice rather than run together). The same answer on every PE.
@@ -108,11 +104,6 @@ fn place(stream: u64, count: usize) -> Vec<Inst> {
         .collect()
 }
 
-/// A task as the kernels read it (see `Task` in tests/kernels/src/litmus.rs).
-fn task(role: u64, peer: usize, var: u64, a: u64, b: u64) -> [u64; 2] {
-    [role | (peer as u64) << 8 | var << 16, a | b << 32]
-}
-
 /// The tasks of several roles laid out for launch: each list shuffled and
 /// padded to whole warps (so a warp has one role: no reader spins beside a
 /// writer in its warp), the warps in random order.
@@ -138,11 +129,72 @@ fn grid(tasks: usize) -> LaunchConfig {
     }
 }
 
-/// Zeroes this PE's cells and counters; returns once every PE has.
-fn reset(shmem: &Shmem, buf: &gpushmem::SymSlice<u64>, out: &gpushmem::SymSlice<u64>) -> gpushmem::Result<()> {
-    shmem.write(buf, &vec![0u64; buf.len()])?;
-    shmem.write(out, &[0u64; 2])?;
-    shmem.bootstrap().barrier()
+/// One PE's rig for a litmus test: whether the PEs time-slice, the cells
+/// and counters (symmetric) and the kernel.
+struct Rig<'a> {
+    shmem: &'a Shmem,
+    sliced: bool,
+    buf: SymSlice<u64>,
+    out: SymSlice<u64>,
+    k: Kernel,
+}
+
+impl<'a> Rig<'a> {
+    /// Cells for `instances` instances, the counters and the kernel `name` (collective).
+    fn new(shmem: &'a Shmem, instances: usize, name: &str) -> gpushmem::Result<Rig<'a>> {
+        let sliced = time_sliced(shmem)?;
+        let buf = shmem.calloc::<u64>(cells(instances) * CELL)?;
+        let out = shmem.calloc::<u64>(2)?;
+        let k = kernels(shmem)?.kernel(name)?;
+        Ok(Rig { shmem, sliced, buf, out, k })
+    }
+
+    /// The cells and the counters, as kernel arguments.
+    fn ptrs(&self) -> (u64, u64) {
+        (self.buf.as_kernel_ptr(), self.out.as_kernel_ptr())
+    }
+
+    /// Zeroes this PE's cells and counters, waits for every PE to have done
+    /// so, runs the kernel with `args` on every PE and waits for it; returns
+    /// this PE's counters.
+    ///
+    /// # Safety
+    /// `args` are the kernel's parameters.
+    unsafe fn launch(&self, cfg: LaunchConfig, args: impl KernelArgs) -> gpushmem::Result<Vec<u64>> {
+        let shmem = self.shmem;
+        shmem.write(&self.buf, &vec![0u64; self.buf.len()])?;
+        shmem.write(&self.out, &[0u64; 2])?;
+        shmem.bootstrap().barrier()?;
+        shmem.launch_collective(&self.k, cfg, args)?;
+        shmem.synchronize()?;
+        shmem.read(&self.out)
+    }
+}
+
+/// Runs `launch` on every PE once for each ordering of `orders` (its code),
+/// with a [`Rig`] for `instances` instances of the kernel `name`, a barrier
+/// after each (nobody zeroes its cells for the next launch while a peer may
+/// still write them). Returns whether the PEs time-slice and every PE's
+/// results, in PE order, each in the order of `orders`.
+fn per_order<T>(
+    orders: &[(u32, &str)],
+    instances: usize,
+    name: &str,
+    launch: impl Fn(&Rig, u32) -> gpushmem::Result<T> + Sync,
+) -> Result<(bool, Vec<Vec<T>>), libtest_mimic::Failed>
+where
+    T: Send + serde::Serialize + serde::de::DeserializeOwned,
+{
+    let rows = threads(PES, HEAP, |shmem| {
+        let rig = Rig::new(shmem, instances, name)?;
+        let mut runs = Vec::new();
+        for &(order, _) in orders {
+            runs.push(launch(&rig, order)?);
+            shmem.bootstrap().barrier()?;
+        }
+        Ok((rig.sliced, runs))
+    })?;
+    Ok((rows[0].0, rows.into_iter().map(|r| r.1).collect()))
 }
 
 /// How the PEs ran.
@@ -166,12 +218,8 @@ type Counts = (u32, bool, u64, u64);
 fn mp_runs(shapes: &[u32]) -> Result<(bool, Vec<Counts>), libtest_mimic::Failed> {
     let rows = threads(PES, HEAP, |shmem| {
         let me = shmem.my_pe();
-        let sliced = time_sliced(shmem)?;
-        let launches = if sliced { 1 } else { 2 };
-        let buf = shmem.calloc::<u64>(cells(MP_INSTANCES) * CELL)?;
-        let out = shmem.calloc::<u64>(2)?;
-        let module = kernels(shmem)?;
-        let k = module.kernel("litmus_mp")?;
+        let rig = Rig::new(shmem, MP_INSTANCES, "litmus_mp")?;
+        let launches = if rig.sliced { 1 } else { 2 };
         let stream = shmem.stream();
         let mut counts = Vec::new();
         for &shape in shapes {
@@ -191,25 +239,15 @@ fn mp_runs(shapes: &[u32]) -> Result<(bool, Vec<Counts>), libtest_mimic::Failed>
                 let tasks = warp_grouped(&mut Rng::new(seed(), tag << 8 | me as u64), vec![writers, readers]);
                 let n = tasks.len() / 2;
                 let tasks_d = stream.clone_htod(&tasks).cu("tasks")?;
-                reset(shmem, &buf, &out)?;
-                let args = (
-                    buf.as_kernel_ptr(),
-                    dptr(&tasks_d, stream),
-                    n as u32,
-                    MP_ROUNDS,
-                    shape,
-                    ordered as u32,
-                    out.as_kernel_ptr(),
-                );
-                unsafe { shmem.launch_collective(&k, grid(n), args)? };
-                shmem.synchronize()?;
-                let o = shmem.read(&out)?;
+                let (buf, out) = rig.ptrs();
+                let args = (buf, dptr(&tasks_d, stream), n as u32, MP_ROUNDS, shape, ordered as u32, out);
+                let o = unsafe { rig.launch(grid(n), args)? };
                 counts.push((shape, ordered, o[0], o[1]));
                 // Nobody zeroes its cells for the next launch while a peer may still write them.
                 shmem.bootstrap().barrier()?;
             }
         }
-        Ok((sliced, counts))
+        Ok((rig.sliced, counts))
     })?;
     let sliced = rows[0].0;
     let mut total = rows[0].1.clone();
@@ -307,62 +345,41 @@ const SB_INSTANCES: usize = 16384;
 pub fn store_buffering() -> TestResult {
     let start = Instant::now();
     const ORDERS: [(u32, &str); 3] = [(2, "quiet"), (1, "fence"), (0, "nothing")];
-    let rows = threads(PES, HEAP, |shmem| {
+    let (sliced, rows) = per_order(&ORDERS, SB_INSTANCES, "litmus_sb", |rig, order| {
+        let (shmem, stream) = (rig.shmem, rig.shmem.stream());
         let me = shmem.my_pe();
-        let sliced = time_sliced(shmem)?;
-        let buf = shmem.calloc::<u64>(cells(SB_INSTANCES) * CELL)?;
-        let out = shmem.calloc::<u64>(2)?;
-        let module = kernels(shmem)?;
-        let k = module.kernel("litmus_sb")?;
-        let stream = shmem.stream();
-        let mut runs = Vec::new();
-        for (order, _) in ORDERS {
-            let tag = 0x5B_0000 | order as u64;
-            let insts = place(tag, SB_INSTANCES);
-            let mut sides = Vec::new();
-            for (id, i) in insts.iter().enumerate() {
-                // x (side a's) lives on b if bit 0, y (side b's) on a if bit 1.
-                let (x_far, y_far) = (i.var & 1, i.var >> 1 & 1);
-                if i.a == me {
-                    sides.push((id as u32, task(1, i.b, x_far | (1 - y_far) << 1, i.cell_a, i.cell_b)));
-                }
-                if i.b == me {
-                    sides.push((id as u32, task(1, i.a, y_far | (1 - x_far) << 1, i.cell_b, i.cell_a)));
-                }
+        let tag = 0x5B_0000 | order as u64;
+        let insts = place(tag, SB_INSTANCES);
+        let mut sides = Vec::new();
+        for (id, i) in insts.iter().enumerate() {
+            // x (side a's) lives on b if bit 0, y (side b's) on a if bit 1.
+            let (x_far, y_far) = (i.var & 1, i.var >> 1 & 1);
+            if i.a == me {
+                sides.push((id as u32, task(1, i.b, x_far | (1 - y_far) << 1, i.cell_a, i.cell_b)));
             }
-            Rng::new(seed(), tag << 8 | me as u64).shuffle(&mut sides);
-            let tasks: Vec<u64> = sides.iter().flat_map(|s| s.1).collect();
-            let n = sides.len();
-            let tasks_d = stream.clone_htod(&tasks).cu("tasks")?;
-            let res_d = stream.alloc_zeros::<u64>(n.max(1)).cu("res")?;
-            reset(shmem, &buf, &out)?;
-            let args = (
-                buf.as_kernel_ptr(),
-                dptr(&tasks_d, stream),
-                n as u32,
-                SB_ROUNDS,
-                order,
-                !sliced as u32,
-                dptr(&res_d, stream),
-                out.as_kernel_ptr(),
-            );
-            unsafe { shmem.launch_collective(&k, grid(n), args)? };
-            shmem.synchronize()?;
-            let res = stream.clone_dtoh(&res_d).cu("res")?;
-            let timeouts = shmem.read(&out)?[1];
-            let masks: Vec<(u32, u64)> = sides.iter().zip(&res).map(|(s, &m)| (s.0, m)).collect();
-            runs.push((timeouts, masks));
-            shmem.bootstrap().barrier()?;
+            if i.b == me {
+                sides.push((id as u32, task(1, i.a, y_far | (1 - x_far) << 1, i.cell_b, i.cell_a)));
+            }
         }
-        Ok((sliced, runs))
+        Rng::new(seed(), tag << 8 | me as u64).shuffle(&mut sides);
+        let tasks: Vec<u64> = sides.iter().flat_map(|s| s.1).collect();
+        let n = sides.len();
+        let tasks_d = stream.clone_htod(&tasks).cu("tasks")?;
+        let res_d = stream.alloc_zeros::<u64>(n.max(1)).cu("res")?;
+        let (buf, out) = rig.ptrs();
+        let args =
+            (buf, dptr(&tasks_d, stream), n as u32, SB_ROUNDS, order, !rig.sliced as u32, dptr(&res_d, stream), out);
+        let timeouts = unsafe { rig.launch(grid(n), args)? }[1];
+        let res = stream.clone_dtoh(&res_d).cu("res")?;
+        let masks: Vec<(u32, u64)> = sides.iter().zip(&res).map(|(s, &m)| (s.0, m)).collect();
+        Ok((timeouts, masks))
     })?;
-    let sliced = rows[0].0;
     let mut failures = Vec::new();
     let mut report = Vec::new();
     for (k, (order, name)) in ORDERS.iter().enumerate() {
         let mut first: Vec<Option<u64>> = vec![None; SB_INSTANCES];
         let (mut both, mut missed, mut sides, mut timeouts) = (0u64, 0u64, 0usize, 0u64);
-        for (_, runs) in &rows {
+        for runs in &rows {
             timeouts += runs[k].0;
             for &(id, m) in &runs[k].1 {
                 sides += 1;
@@ -407,56 +424,33 @@ pub fn store_buffering() -> TestResult {
 pub fn get_after_quiet_barrier() -> TestResult {
     let start = Instant::now();
     const ORDERS: [(u32, &str); 3] = [(2, "barrier_all"), (1, "sync_all (no quiet)"), (0, "no barrier")];
-    let rows = threads(PES, HEAP, |shmem| {
+    let (sliced, rows) = per_order(&ORDERS, 65536, "litmus_get_after_barrier", |rig, order| {
+        let (shmem, stream) = (rig.shmem, rig.shmem.stream());
         let me = shmem.my_pe();
-        let sliced = time_sliced(shmem)?;
         // A barrier costs a round trip: time-sliced, 16 wide rounds instead of 64.
-        let (count, rounds) = if sliced { (65536, 16u32) } else { (16384, 64u32) };
-        let buf = shmem.calloc::<u64>(cells(65536) * CELL)?;
-        let out = shmem.calloc::<u64>(2)?;
-        let module = kernels(shmem)?;
-        let k = module.kernel("litmus_get_after_barrier")?;
-        let stream = shmem.stream();
-        let mut runs = Vec::new();
-        for (order, _) in ORDERS {
-            let tag = 0x6E_0000 | order as u64;
-            let insts = place(tag, count);
-            let mut w: Vec<[u64; 2]> =
-                insts.iter().filter(|i| i.a == me).map(|i| task(1, i.c, 0, i.cell_a, 0)).collect();
-            let mut g: Vec<[u64; 2]> =
-                insts.iter().filter(|i| i.b == me).map(|i| task(2, i.c, 0, i.cell_a, i.cell_b)).collect();
-            let mut rng = Rng::new(seed(), tag << 8 | me as u64);
-            rng.shuffle(&mut w);
-            rng.shuffle(&mut g);
-            // One spare task each: no zero-length allocation.
-            let flat = |l: &[[u64; 2]]| l.iter().chain(&[[0, 0]]).flatten().copied().collect::<Vec<u64>>();
-            let wd = stream.clone_htod(&flat(&w)).cu("tasks")?;
-            let gd = stream.clone_htod(&flat(&g)).cu("tasks")?;
-            reset(shmem, &buf, &out)?;
-            let args = (
-                buf.as_kernel_ptr(),
-                dptr(&wd, stream),
-                w.len() as u32,
-                dptr(&gd, stream),
-                g.len() as u32,
-                rounds,
-                order,
-                out.as_kernel_ptr(),
-            );
-            unsafe { shmem.launch_collective(&k, one_block(512), args)? };
-            shmem.synchronize()?;
-            let o = shmem.read(&out)?;
-            runs.push((o[0], o[1], count as u64 * rounds as u64));
-            shmem.bootstrap().barrier()?;
-        }
-        Ok((sliced, runs))
+        let (count, rounds) = if rig.sliced { (65536, 16u32) } else { (16384, 64u32) };
+        let tag = 0x6E_0000 | order as u64;
+        let insts = place(tag, count);
+        let mut w: Vec<[u64; 2]> = insts.iter().filter(|i| i.a == me).map(|i| task(1, i.c, 0, i.cell_a, 0)).collect();
+        let mut g: Vec<[u64; 2]> =
+            insts.iter().filter(|i| i.b == me).map(|i| task(2, i.c, 0, i.cell_a, i.cell_b)).collect();
+        let mut rng = Rng::new(seed(), tag << 8 | me as u64);
+        rng.shuffle(&mut w);
+        rng.shuffle(&mut g);
+        // One spare task each: no zero-length allocation.
+        let flat = |l: &[[u64; 2]]| l.iter().chain(&[[0, 0]]).flatten().copied().collect::<Vec<u64>>();
+        let wd = stream.clone_htod(&flat(&w)).cu("tasks")?;
+        let gd = stream.clone_htod(&flat(&g)).cu("tasks")?;
+        let (buf, out) = rig.ptrs();
+        let args = (buf, dptr(&wd, stream), w.len() as u32, dptr(&gd, stream), g.len() as u32, rounds, order, out);
+        let o = unsafe { rig.launch(one_block(512), args)? };
+        Ok((o[0], o[1], count as u64 * rounds as u64))
     })?;
-    let sliced = rows[0].0;
     let mut failures = Vec::new();
     let mut report = Vec::new();
     for (k, (order, name)) in ORDERS.iter().enumerate() {
-        let (v, seen) = rows.iter().fold((0, 0), |(v, s), r| (v + r.1[k].0, s + r.1[k].1));
-        let want = rows[0].1[k].2;
+        let (v, seen) = rows.iter().fold((0, 0), |(v, s), r| (v + r[k].0, s + r[k].1));
+        let want = rows[0][k].2;
         if seen != want {
             failures.push(format!("get test, {name}: {seen} gets checked, want {want}"));
         }
@@ -465,7 +459,7 @@ pub fn get_after_quiet_barrier() -> TestResult {
         }
         report.push(format!("{name}: {v} stale of {seen}"));
     }
-    let race = rows.iter().map(|r| r.1[2].0).sum::<u64>();
+    let race = rows.iter().map(|r| r[2].0).sum::<u64>();
     println!(
         "  get after put_nbi + quiet + barrier ({}, {PES} PEs, random writer/target/getter and cells, seed {}): {}{}",
         mode(sliced),

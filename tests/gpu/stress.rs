@@ -19,13 +19,17 @@ use crate::litmus::Rng;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use stress_ops::*;
+
+// The record layout, the kinds and the checksum term: the kernel crate's very file.
+#[path = "../kernels/src/stress_ops.rs"]
+mod stress_ops;
 
 const PES: usize = 8;
 /// Warps of the one block per PE (the kernel uses ~255 registers: at most 256 threads).
 const WARPS: usize = 8;
-/// Operation slots per PE per round; words per record (the kernel's `REC`).
+/// Operation slots per PE per round.
 const OPS: usize = 12;
-const REC: usize = 6;
 /// Bytes of one source PE's region in one half of each arena.
 const REG: usize = 96 << 10;
 const HALF: usize = PES * REG;
@@ -51,37 +55,8 @@ const ROUNDS_PER_LAUNCH: usize = 100;
 const ROUNDS: usize = 10_000;
 const HEAP: u64 = 16 << 20;
 
-// Operation kinds: the kernel's numbers.
-const PUT: u64 = 0;
-const PUT_NBI: u64 = 1;
-const PUT_WARP: u64 = 2;
-const PUT_NBI_WARP: u64 = 3;
-const PUT_BLOCK: u64 = 4;
-const PUT_NBI_BLOCK: u64 = 5;
-const GET: u64 = 6;
-const GET_NBI: u64 = 7;
-const GET_WARP: u64 = 8;
-const GET_NBI_WARP: u64 = 9;
-const GET_BLOCK: u64 = 10;
-const GET_NBI_BLOCK: u64 = 11;
-const P: u64 = 12;
-const G: u64 = 13;
-const PUT_NBI_U32: u64 = 14;
-const GET_U64_WARP: u64 = 15;
-const ADD: u64 = 16;
-const FETCH_ADD: u64 = 17;
-const INC: u64 = 18;
-const XOR: u64 = 19;
-const PUT_SIGNAL: u64 = 20;
-const PUT_SIGNAL_NBI: u64 = 21;
-const PUT_SIGNAL_WARP: u64 = 22;
-const PUT_SIGNAL_NBI_WARP: u64 = 23;
-const PUT_SIGNAL_BLOCK: u64 = 24;
-const PUT_SIGNAL_NBI_BLOCK: u64 = 25;
-const SIGNAL_ADD: u64 = 26;
-const KINDS: usize = 27;
 /// An empty slot: no kind, a warp number no warp has.
-const EMPTY: [u64; REC] = [0xFF | 0xFE << 24, 0, 0, 0, 0, 0];
+const EMPTY: [u64; REC] = [head(0xFF, 0, 0, 0xFE), 0, 0, 0, 0, 0];
 
 #[derive(Clone, Copy, PartialEq)]
 enum Group {
@@ -118,13 +93,6 @@ fn is_get(kind: u64) -> bool {
 
 fn has_signal(kind: u64) -> bool {
     is_put_signal(kind) || kind == SIGNAL_ADD
-}
-
-/// The kernel's checksum term of word `w` at index `i`.
-fn term(i: u64, w: u64) -> u64 {
-    let mut z = w ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z ^ (z >> 29)
 }
 
 /// A size: mostly small, some up to `max`.
@@ -203,8 +171,8 @@ fn round_ops(s: usize, r: usize) -> Vec<[u64; REC]> {
             rec[4] = (OFF_SIG + 8 * rng.below(CTRS)) as u64;
             rec[5] = 1 + rng.below(1000) as u64;
         }
-        let warp = if grp == Group::Block { 0xFF } else { rng.below(WARPS) as u64 };
-        rec[0] = kind | (t as u64) << 8 | (rng.below(32) as u64) << 16 | warp << 24;
+        let warp = if grp == Group::Block { BLOCK } else { rng.below(WARPS) as u64 };
+        rec[0] = head(kind, t as u64, rng.below(32) as u64, warp);
         recs.push(rec);
     }
     recs
@@ -266,8 +234,8 @@ impl Model {
 
     /// Applies PE `s`'s record; returns the bytes it moved.
     fn apply(&mut self, s: usize, rec: &[u64; REC]) -> usize {
-        let kind = rec[0] & 0xFF;
-        let t = (rec[0] >> 8 & 0xFF) as usize;
+        let kind = kind(rec[0]);
+        let t = pe(rec[0]) as usize;
         let (dst, src, n) = (rec[1] as usize, rec[2] as usize, rec[3] as usize);
         let moved = if is_put(kind) {
             write(&mut self.mem[t], &mut self.sums[t], dst, &self.src[s][src..src + n]);

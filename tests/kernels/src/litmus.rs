@@ -13,37 +13,15 @@ use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;
 use shmem::{Cmp, SignalOp};
 
-/// `u64` words per cell.
-const CELL: usize = 4;
+// The cell size, the shapes and the task layout: the host's very file.
+#[path = "litmus_ops.rs"]
+mod litmus_ops;
+use litmus_ops::*;
 
-/// Shapes of [`litmus_mp`].
-const MP_FENCE: u32 = 0;
-const MP_QUIET: u32 = 1;
-const MP_SIGNAL: u32 = 2;
-const MP_AMO_FLAG: u32 = 3;
-const MP_AMO_DATA: u32 = 4;
-
-/// A thread's task: word 0 = role (bits 0..8) | peer PE (8..16) | variant
-/// bits (16..24); word 1 = cell a (bits 0..32) | cell b (32..64).
-struct Task {
-    role: u64,
-    peer: u32,
-    var: u64,
-    a: usize,
-    b: usize,
-}
-
+/// Task `i` of the table `tasks`.
 #[inline(always)]
-unsafe fn task(tasks: *const u64, i: usize) -> Task {
-    let w0 = *tasks.add(2 * i);
-    let w1 = *tasks.add(2 * i + 1);
-    Task {
-        role: w0 & 0xFF,
-        peer: ((w0 >> 8) & 0xFF) as u32,
-        var: (w0 >> 16) & 0xFF,
-        a: (w1 & 0xFFFF_FFFF) as usize,
-        b: (w1 >> 32) as usize,
-    }
+unsafe fn task_at(tasks: *const u64, i: usize) -> Task {
+    Task::from_words(*tasks.add(2 * i), *tasks.add(2 * i + 1))
 }
 
 #[inline(always)]
@@ -95,7 +73,7 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
     if i >= ntasks as usize {
         return;
     }
-    let t = task(tasks, i);
+    let t = task_at(tasks, i);
     let data = buf.add(t.a * CELL);
     let flag = buf.add(t.b * CELL);
     let ordered = ordered != 0;
@@ -204,7 +182,7 @@ pub unsafe extern "ptx-kernel" fn litmus_sb(
     if i >= ntasks as usize {
         return;
     }
-    let t = task(tasks, i);
+    let t = task_at(tasks, i);
     if t.role != 1 {
         return;
     }
@@ -258,7 +236,7 @@ pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
     for r in 1..=rounds as u64 {
         let mut j = tid;
         while j < nw as usize {
-            let t = task(wt, j);
+            let t = task_at(wt, j);
             let stage = buf.add(t.a * CELL);
             let tag = r << 32 | t.a as u64;
             stage.write_volatile(tag);
@@ -273,7 +251,7 @@ pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
         }
         let mut j = tid;
         while j < ng as usize {
-            let t = task(gt, j);
+            let t = task_at(gt, j);
             let got = buf.add(t.b * CELL);
             shmem::get(got, buf.add(t.a * CELL), 2, t.peer);
             let tag = r << 32 | t.a as u64;

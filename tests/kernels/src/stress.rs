@@ -8,60 +8,45 @@ use gpushmem_kernels as shmem;
 use shmem::atomic::AtomicWord;
 use shmem::SignalOp;
 
-/// `u64` words per operation record: `[kind | pe << 8 | lane << 16 | warp << 24,
-/// dest offset, source offset, bytes or value, signal offset, signal value]`.
-/// Offsets are bytes from `arena` (from `src` for a put's source).
-const REC: usize = 6;
-/// `warp` of an operation the whole block runs.
-const BLOCK: u64 = 0xFF;
+// The record layout, the kinds and the checksum term: the host's very file.
+#[path = "stress_ops.rs"]
+mod stress_ops;
+use stress_ops::*;
 
-// Kinds; the host (tests/gpu/stress.rs, `Kind`) uses the same numbers.
-// Thread forms run on lane `lane` of warp `warp`, warp forms on that warp,
-// block forms on the whole block. Gets land in this PE's arena; puts read `src`.
-const PUT: u64 = 0;
-const PUT_NBI: u64 = 1;
-const PUT_WARP: u64 = 2;
-const PUT_NBI_WARP: u64 = 3;
-const PUT_BLOCK: u64 = 4;
-const PUT_NBI_BLOCK: u64 = 5;
-const GET: u64 = 6;
-const GET_NBI: u64 = 7;
-const GET_WARP: u64 = 8;
-const GET_NBI_WARP: u64 = 9;
-const GET_BLOCK: u64 = 10;
-const GET_NBI_BLOCK: u64 = 11;
-const P: u64 = 12;
-const G: u64 = 13;
-const PUT_NBI_U32: u64 = 14;
-const GET_U64_WARP: u64 = 15;
-const ADD: u64 = 16;
-const FETCH_ADD: u64 = 17;
-const INC: u64 = 18;
-const XOR: u64 = 19;
-const PUT_SIGNAL: u64 = 20;
-const PUT_SIGNAL_NBI: u64 = 21;
-const PUT_SIGNAL_WARP: u64 = 22;
-const PUT_SIGNAL_NBI_WARP: u64 = 23;
-const PUT_SIGNAL_BLOCK: u64 = 24;
-const PUT_SIGNAL_NBI_BLOCK: u64 = 25;
-const SIGNAL_ADD: u64 = 26;
-
-/// The checksum term of word `w` at index `i` of a part; the host's `term`
-/// is the same function. A bijection of `w` for each `i`, so a single wrong
-/// word always changes the sum.
-#[inline(always)]
-fn term(i: u64, w: u64) -> u64 {
-    let mut z = w ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 31)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z ^ (z >> 29)
+/// `match kind { arms }`, where an arm may also be a whole operation that
+/// comes in six forms: `six (args): KIND function, …` with the six kinds and
+/// `shmem` functions in the kinds' order (thread, thread nbi, warp, warp nbi,
+/// block, block nbi) stands for an arm per form calling its function with
+/// `args`, the thread forms only where `one`. The arms keep their order.
+macro_rules! match_kind {
+    (@ $kind:tt $one:tt [$($arms:tt)*]) => {
+        match $kind { $($arms)* }
+    };
+    (@ $kind:tt $one:tt [$($arms:tt)*]
+        six $args:tt: $t:ident $tf:ident, $tn:ident $tnf:ident, $w:ident $wf:ident, $wn:ident $wnf:ident,
+            $b:ident $bf:ident, $bn:ident $bnf:ident; $($more:tt)*) => {
+        match_kind!(@ $kind $one [$($arms)*
+            $t if $one => shmem::$tf $args,
+            $tn if $one => shmem::$tnf $args,
+            $w => shmem::$wf $args,
+            $wn => shmem::$wnf $args,
+            $b => shmem::$bf $args,
+            $bn => shmem::$bnf $args,
+        ] $($more)*)
+    };
+    (@ $kind:tt $one:tt [$($arms:tt)*] $p:pat $(if $g:expr)? => $body:expr, $($more:tt)*) => {
+        match_kind!(@ $kind $one [$($arms)* $p $(if $g)? => $body,] $($more)*)
+    };
+    ($kind:tt, $one:tt; $($arms:tt)*) => {
+        match_kind!(@ $kind $one [] $($arms)*)
+    };
 }
 
 /// Runs one record. `one`: this thread is the one a thread form names.
 #[inline(always)]
 unsafe fn run(rec: *const u64, arena: *mut u8, src: *const u8, one: bool) {
-    let w0 = *rec;
-    let kind = w0 & 0xFF;
-    let pe = ((w0 >> 8) & 0xFF) as u32;
+    let kind = kind(*rec);
+    let pe = pe(*rec) as u32;
     let d = arena.add(*rec.add(1) as usize);
     let s_off = *rec.add(2) as usize;
     let (s, sa) = (src.add(s_off), arena.add(s_off) as *const u8);
@@ -69,19 +54,11 @@ unsafe fn run(rec: *const u64, arena: *mut u8, src: *const u8, one: bool) {
     let sig = arena.add(*rec.add(4) as usize) as *mut u64;
     let sv = *rec.add(5);
     let add = SignalOp::Add;
-    match kind {
-        PUT if one => shmem::putmem(d, s, n, pe),
-        PUT_NBI if one => shmem::putmem_nbi(d, s, n, pe),
-        PUT_WARP => shmem::putmem_warp(d, s, n, pe),
-        PUT_NBI_WARP => shmem::putmem_nbi_warp(d, s, n, pe),
-        PUT_BLOCK => shmem::putmem_block(d, s, n, pe),
-        PUT_NBI_BLOCK => shmem::putmem_nbi_block(d, s, n, pe),
-        GET if one => shmem::getmem(d, sa, n, pe),
-        GET_NBI if one => shmem::getmem_nbi(d, sa, n, pe),
-        GET_WARP => shmem::getmem_warp(d, sa, n, pe),
-        GET_NBI_WARP => shmem::getmem_nbi_warp(d, sa, n, pe),
-        GET_BLOCK => shmem::getmem_block(d, sa, n, pe),
-        GET_NBI_BLOCK => shmem::getmem_nbi_block(d, sa, n, pe),
+    match_kind!(kind, one;
+        six (d, s, n, pe): PUT putmem, PUT_NBI putmem_nbi, PUT_WARP putmem_warp, PUT_NBI_WARP putmem_nbi_warp,
+            PUT_BLOCK putmem_block, PUT_NBI_BLOCK putmem_nbi_block;
+        six (d, sa, n, pe): GET getmem, GET_NBI getmem_nbi, GET_WARP getmem_warp, GET_NBI_WARP getmem_nbi_warp,
+            GET_BLOCK getmem_block, GET_NBI_BLOCK getmem_nbi_block;
         P if one => shmem::p(d as *mut u64, n as u64, pe),
         G if one => (d as *mut u64).write(shmem::g(sa as *const u64, pe)),
         PUT_NBI_U32 if one => shmem::put_nbi(d as *mut u32, s as *const u32, n / 4, pe),
@@ -89,18 +66,15 @@ unsafe fn run(rec: *const u64, arena: *mut u8, src: *const u8, one: bool) {
         ADD if one => shmem::atomic_add(d as *mut u64, n as u64, pe),
         FETCH_ADD if one => {
             shmem::atomic_fetch_add(d as *mut u64, n as u64, pe);
-        }
+        },
         INC if one => shmem::atomic_inc(d as *mut u64, pe),
         XOR if one => shmem::atomic_xor(d as *mut u64, n as u64, pe),
-        PUT_SIGNAL if one => shmem::putmem_signal(d, s, n, sig, sv, add, pe),
-        PUT_SIGNAL_NBI if one => shmem::putmem_signal_nbi(d, s, n, sig, sv, add, pe),
-        PUT_SIGNAL_WARP => shmem::putmem_signal_warp(d, s, n, sig, sv, add, pe),
-        PUT_SIGNAL_NBI_WARP => shmem::putmem_signal_nbi_warp(d, s, n, sig, sv, add, pe),
-        PUT_SIGNAL_BLOCK => shmem::putmem_signal_block(d, s, n, sig, sv, add, pe),
-        PUT_SIGNAL_NBI_BLOCK => shmem::putmem_signal_nbi_block(d, s, n, sig, sv, add, pe),
+        six (d, s, n, sig, sv, add, pe): PUT_SIGNAL putmem_signal, PUT_SIGNAL_NBI putmem_signal_nbi,
+            PUT_SIGNAL_WARP putmem_signal_warp, PUT_SIGNAL_NBI_WARP putmem_signal_nbi_warp,
+            PUT_SIGNAL_BLOCK putmem_signal_block, PUT_SIGNAL_NBI_BLOCK putmem_signal_nbi_block;
         SIGNAL_ADD if one => shmem::signal_op(sig, sv, add, pe),
-        _ => {}
-    }
+        _ => {},
+    )
 }
 
 /// `rounds` rounds of the table `table` (`ops` records per round, see
@@ -130,13 +104,13 @@ pub unsafe extern "ptx-kernel" fn stress_rounds(
         let recs = table.add(r * ops as usize * REC);
         for j in 0..ops as usize {
             let rec = recs.add(j * REC);
-            if (*rec >> 24) & 0xFF == warp {
-                run(rec, arena, src, (*rec >> 16) & 0xFF == lane);
+            if stress_ops::warp(*rec) == warp {
+                run(rec, arena, src, stress_ops::lane(*rec) == lane);
             }
         }
         for j in 0..ops as usize {
             let rec = recs.add(j * REC);
-            if (*rec >> 24) & 0xFF == BLOCK {
+            if stress_ops::warp(*rec) == BLOCK {
                 run(rec, arena, src, t == 0);
             }
         }
