@@ -31,6 +31,11 @@
 //!   with each ordering choice spelled out (relaxed floor, release/acquire and
 //!   fences at `.sys` and `.gpu` scope, the library's `put_signal` and `signal_op`):
 //!   what each memory-model guarantee costs; see the kernel `pingpong_mode`.
+//! - `pingpong-blocks` → `blocks_pingpong_mode_<k>_…` [8]: the modes of `scopes`
+//!   between two blocks of one kernel of one PE (NVSHMEM's single-GPU perftest
+//!   shape). One kernel: the form to profile with Nsight Compute
+//!   (`ncu -k pingpong_blocks gpushmem-perf pingpong-blocks`), which serializes
+//!   kernels and so cannot run the two-PE ping-pong.
 //! - `barrier` → `barrier_all_block`, `sync_all_block` [PEs]: 10^4 barriers per
 //!   launch by one 32-thread block per PE, for each PE count of `--pes` (2,4,8); µs each.
 //! - `atomic` → `atomic_fetch_add_latency` [8]: 10^4 dependent u64
@@ -95,7 +100,8 @@ fn run_one(name: &str, o: &opts::Opts) -> BenchResult<Vec<Row>> {
         "get-bw" => bandwidth::run(o, true),
         "latency" => latency::p_g(o),
         "pingpong" => latency::pingpong(o),
-        "scopes" => latency::scopes(o),
+        "scopes" => latency::scopes(o, false),
+        "pingpong-blocks" => latency::scopes(o, true),
         "barrier" => latency::barrier(o),
         "atomic" => atomic::run(o),
         "collective" => collective::run(o),

@@ -4,7 +4,9 @@
 //! `cargo run --release --example ring [-- PES [BYTES]]` runs PEs as threads
 //! (default: 2 per GPU… at least 2); under `gpushmem-run -n N` each process is one PE.
 
-use gpushmem::{LaunchConfig, Shmem, Threads};
+mod common;
+
+use gpushmem::{LaunchConfig, Shmem};
 use std::time::Instant;
 
 const PTX: &str = include_str!(env!("GPUSHMEM_PTX_RING_KERNELS"));
@@ -45,46 +47,28 @@ fn ring(shmem: &Shmem, bytes: usize) -> gpushmem::Result<(bool, f64)> {
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let bytes: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64 << 20);
-    let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
-    let result = if launched {
-        Shmem::init().and_then(|s| {
-            let r = ring(&s, bytes)?;
-            s.finalize()?;
-            Ok(vec![r])
-        })
-    } else {
-        let gpus = match gpushmem::gpu_available() {
-            Ok(n) => n,
-            Err(e) => {
-                eprintln!("ring: {e}");
-                return std::process::ExitCode::from(2);
-            }
-        };
-        let pes = args.first().and_then(|s| s.parse().ok()).unwrap_or(gpus.max(2));
-        println!("ring: {pes} PEs as threads on {gpus} GPU(s), {bytes} bytes each");
-        Threads::new(pes).run(|s| ring(s, bytes))
+    let Some(bytes) = common::arg(&args, 1, 64 << 20) else {
+        return common::usage("ring [PES [BYTES]]  (both > 0)");
     };
-    match result {
-        Ok(rows) => {
-            let all_ok = rows.iter().all(|r| r.0);
-            for (pe, (ok, secs)) in rows.iter().enumerate() {
-                println!(
-                    "PE {pe}: {} in {:.3} ms ({:.1} GB/s put)",
-                    if *ok { "received the right data" } else { "WRONG DATA" },
-                    secs * 1e3,
-                    bytes as f64 / secs / 1e9
-                );
+    common::run(
+        "ring",
+        &args,
+        "every PE received the right data",
+        "some PE received WRONG DATA (see above)",
+        |s, mode, _shared| {
+            let (ok, secs) = ring(s, bytes)?;
+            if s.my_pe() == 0 {
+                println!("ring: {} PEs ({mode}), {bytes} bytes each", s.n_pes());
             }
-            if all_ok {
-                std::process::ExitCode::SUCCESS
-            } else {
-                std::process::ExitCode::from(1)
-            }
-        }
-        Err(e) => {
-            eprintln!("ring: {e}");
-            std::process::ExitCode::from(1)
-        }
-    }
+            println!(
+                "PE {}: {} in {:.3} ms ({:.1} GB/s put, wall time around launch and barrier)",
+                s.my_pe(),
+                if ok { "received the right data" } else { "WRONG DATA" },
+                secs * 1e3,
+                bytes as f64 / secs / 1e9
+            );
+            // Every PE's verdict, so that PE 0 reports for the job.
+            Ok(common::gather(s, secs, ok)?.1)
+        },
+    )
 }

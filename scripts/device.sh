@@ -32,8 +32,17 @@ for b in target/release/gpushmem-run target/release/gpushmem-perf target/release
   target/release/examples/ring target/release/examples/allreduce target/release/examples/moe target/release/examples/halo; do
   [ -f "$b" ] && cp "$b" .stage-bin/
 done
-strip .stage-bin/* 2>/dev/null || true
+strip .stage-bin/* 2>/dev/null || true  # (guide-myapp is stripped where it is staged, below)
 cp scripts/sanitize.sh .stage-bin/sanitize.sh
+cp scripts/device-verify.sh .stage-bin/verify.sh
+# The guide's app, built outside the workspace from docs/guide.md (issue 9's check).
+guide=$(mktemp -d)
+if bash scripts/check-guide.sh "$guide" >/dev/null 2>&1; then
+  cp "$guide/myapp/target/debug/myapp" .stage-bin/guide-myapp && strip .stage-bin/guide-myapp
+else
+  echo "device.sh: scripts/check-guide.sh failed; guide-myapp not staged" >&2
+fi
+rm -rf "$guide"
 # The binaries embed their PTX and cubins: gzip makes them fit the device tool's 64 MiB.
 tar -C .stage-bin -czf stage/bundle.tar.gz .
 cp scripts/device-run.sh stage/run.sh

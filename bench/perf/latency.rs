@@ -45,10 +45,10 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 }
 
 /// Rows of `gpushmem-perf scopes`: each ordering choice of the ping-pong kernel
-/// `pingpong_mode` (modes 0-7, see its doc), µs per round trip. Mode 0 (the
+/// `pingpong_mode` (modes 0-9, see its doc), µs per round trip. Mode 0 (the
 /// library's `put_signal_nbi` + `signal_wait_until`) is also `pingpong`'s row;
 /// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`.
-const MODES: [&str; 8] = [
+const MODES: [&str; 10] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -57,15 +57,31 @@ const MODES: [&str; 8] = [
     "pingpong_mode_5_release_gpu_ld_acquire_gpu",
     "pingpong_mode_6_fence_gpu_relaxed_fence_gpu",
     "signal_pingpong",
+    "pingpong_mode_8_volatile_floor",
+    "pingpong_mode_9_release_gpu_poll_gpu_ld_acquire_gpu",
 ];
 
-/// µs per round trip of each of `modes` of `pingpong_mode` between PE 0 and PE 1.
-fn pingpong_modes(o: &Opts, modes: &[u32]) -> BenchResult<Vec<f64>> {
-    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
-        let payload = shmem.calloc::<u64>(2)?;
-        let sig = shmem.calloc::<u64>(1)?;
+/// How a ping-pong kernel runs: `pingpong_mode` between two PEs (one block
+/// each), or `pingpong_blocks` between two blocks of one PE (NVSHMEM's
+/// single-GPU perftest shape; the one Nsight Compute can profile).
+#[derive(Clone, Copy)]
+enum Sides {
+    TwoPes,
+    TwoBlocks,
+}
+
+/// µs per round trip of each of `modes` of the ping-pong kernel of `sides`.
+fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32]) -> BenchResult<Vec<f64>> {
+    let (pes, kernel, grid) = match sides {
+        Sides::TwoPes => (2, "pingpong_mode", 1),
+        Sides::TwoBlocks => (1, "pingpong_blocks", 2),
+    };
+    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), ..ONE_WARP };
+    let r = Threads::new(pes).config(config(64 << 20)).run(|shmem| {
+        let payload = shmem.calloc::<u64>(4)?;
+        let sig = shmem.calloc::<u64>(2)?;
         let m = module(shmem)?;
-        let k = m.kernel("pingpong_mode")?;
+        let k = m.kernel(kernel)?;
         let mut base = 0u64;
         let mut us = Vec::new();
         for &mode in modes {
@@ -73,8 +89,8 @@ fn pingpong_modes(o: &Opts, modes: &[u32]) -> BenchResult<Vec<f64>> {
                 let b = base;
                 base += ITERS as u64;
                 let args = (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS, mode);
-                // SAFETY: the arguments match `pingpong_mode`; both PEs launch it.
-                unsafe { shmem.launch_collective(&k, ONE_WARP, args) }
+                // SAFETY: the arguments match both ping-pong kernels; every PE launches it.
+                unsafe { shmem.launch_collective(&k, cfg, args) }
             })?;
             us.push(us_per_op(ms));
         }
@@ -86,15 +102,21 @@ fn pingpong_modes(o: &Opts, modes: &[u32]) -> BenchResult<Vec<f64>> {
 
 /// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
 pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
-    let us = pingpong_modes(o, &[0])?;
+    let us = pingpong_modes(o, Sides::TwoPes, &[0])?;
     Ok(vec![Row::new("put_signal_pingpong", 8, us[0], None, "us/round trip")])
 }
 
 /// What each ordering choice costs in a signal ping-pong: every mode of [`MODES`].
-pub fn scopes(o: &Opts) -> BenchResult<Vec<Row>> {
+/// With `blocks`, between two blocks of one PE (rows `blocks_…`), else between two PEs.
+pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
     let modes: Vec<u32> = (0..MODES.len() as u32).collect();
-    let us = pingpong_modes(o, &modes)?;
-    Ok(MODES.iter().zip(&us).map(|(&name, &us)| Row::new(name, 8, us, None, "us/round trip")).collect())
+    let (sides, prefix) = if blocks { (Sides::TwoBlocks, "blocks_") } else { (Sides::TwoPes, "") };
+    let us = pingpong_modes(o, sides, &modes)?;
+    Ok(MODES
+        .iter()
+        .zip(&us)
+        .map(|(&name, &us)| Row::new(format!("{prefix}{name}"), 8, us, None, "us/round trip"))
+        .collect())
 }
 
 /// `barrier_all_block` and `sync_all_block` latency for each PE count of `--pes`.

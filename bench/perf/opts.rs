@@ -1,11 +1,21 @@
 //! Command line of gpushmem-perf (see the module doc of `perf.rs`).
 
 /// Every subcommand, in the order `all` runs them (`plot` is not part of `all`).
-pub const SUBCOMMANDS: &[&str] =
-    &["put-bw", "get-bw", "latency", "pingpong", "scopes", "barrier", "atomic", "collective", "init"];
+pub const SUBCOMMANDS: &[&str] = &[
+    "put-bw",
+    "get-bw",
+    "latency",
+    "pingpong",
+    "scopes",
+    "pingpong-blocks",
+    "barrier",
+    "atomic",
+    "collective",
+    "init",
+];
 
 pub const USAGE: &str =
-    "usage: gpushmem-perf [all|put-bw|get-bw|latency|pingpong|scopes|barrier|atomic|collective|init ...]
+    "usage: gpushmem-perf [all|put-bw|get-bw|latency|pingpong|scopes|pingpong-blocks|barrier|atomic|collective|init ...]
                      [--min-size BYTES] [--max-size BYTES] [--scope thread,warp,block|all]
                      [--grid N] [--block N] [--iters N] [--reps N] [--warmup N]
                      [--pes LIST] [--npes N] [--coll-max-size BYTES]

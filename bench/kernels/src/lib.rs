@@ -151,21 +151,78 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// 5 `st.release.gpu` signal, poll, one `ld.acquire.gpu` of the signal;
 /// 6 `fence.acq_rel.gpu` + relaxed signal store, poll, `fence.acq_rel.gpu`;
 /// 7 library `signal_op` (SET, no payload) + `signal_wait_until` (NVSHMEM's
-/// `signal_op` ping-pong).
+/// `signal_op` ping-pong);
+/// 8 `st.volatile` stores, `ld.volatile` poll, no fence (NVSHMEM's own polling
+/// style; a floor, not a valid protocol);
+/// 9 as 5, but polling with `ld.relaxed.gpu` instead of `ld.relaxed.sys`.
+///
+/// Mode 0 sends `payload[1]`, which it writes once before the loop (as
+/// NVSHMEM's perftest sends an unchanging buffer: rewriting the source every
+/// hop would add a store and a dependent reload, about 0.3 µs, that is the
+/// caller's work, not the put's), and traps at the end unless `payload[0]`
+/// holds the peer's value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64, base: u64, iters: u32, mode: u32) {
-    use core::arch::asm;
     if _thread_idx_x() != 0 {
         return;
     }
     let me = shmem::my_pe();
     let peer = 1 - me;
-    let rpay = shmem::ptr(payload, peer);
-    let rsig = shmem::ptr(sig, peer);
+    let ends = PingPongEnds { recv: payload, src: payload.add(1), dest: payload, my_sig: sig, peer_sig: sig, pe: peer };
+    pingpong_side(me == 0, ends, base, iters, mode);
+}
+
+/// `pingpong_mode` inside one PE, as NVSHMEM's single-GPU perftest runs it:
+/// block 0 and block 1 of one kernel (thread 0 each) are the two sides, each
+/// with its own words (`data[2 b]` receives, `data[2 b + 1]` is the source,
+/// `sig[b]` its signal), every operation addressed to PE 0. One kernel, so
+/// Nsight Compute can profile it (a two-PE ping-pong needs two kernels
+/// running at once, which the profiler serializes).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn pingpong_blocks(data: *mut u64, sig: *mut u64, base: u64, iters: u32, mode: u32) {
+    if _thread_idx_x() != 0 || _block_idx_x() > 1 {
+        return;
+    }
+    let b = _block_idx_x() as usize;
+    let ends = PingPongEnds {
+        recv: data.add(2 * b),
+        src: data.add(2 * b + 1),
+        dest: data.add(2 * (1 - b)),
+        my_sig: sig.add(b),
+        peer_sig: sig.add(1 - b),
+        pe: 0,
+    };
+    pingpong_side(b == 0, ends, base, iters, mode);
+}
+
+/// The words one side of a ping-pong uses; `dest` and `peer_sig` are symmetric
+/// addresses on `pe`.
+#[derive(Clone, Copy)]
+struct PingPongEnds {
+    recv: *mut u64,
+    src: *mut u64,
+    dest: *mut u64,
+    my_sig: *mut u64,
+    peer_sig: *mut u64,
+    pe: u32,
+}
+
+/// One side of the ping-pong of [`pingpong_mode`] (`first`: this side sends
+/// first); traps if mode 0's payload did not arrive.
+#[inline(always)]
+unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mode: u32) {
+    use core::arch::asm;
+    let rpay = shmem::ptr(e.dest, e.pe);
+    let rsig = shmem::ptr(e.peer_sig, e.pe);
+    let sig = e.my_sig;
     let wait = |v: u64| {
         loop {
             let x: u64;
-            asm!("ld.relaxed.sys.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig);
+            match mode {
+                8 => asm!("ld.volatile.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
+                9 => asm!("ld.relaxed.gpu.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
+                _ => asm!("ld.relaxed.sys.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
+            }
             if x >= v {
                 break;
             }
@@ -177,7 +234,7 @@ pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64
                 let _x: u64;
                 asm!("ld.acquire.sys.global.u64 {x}, [{p}];", x = out(reg64) _x, p = in(reg64) sig);
             }
-            5 => {
+            5 | 9 => {
                 let _x: u64;
                 asm!("ld.acquire.gpu.global.u64 {x}, [{p}];", x = out(reg64) _x, p = in(reg64) sig);
             }
@@ -185,43 +242,52 @@ pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64
         }
     };
     let send = |v: u64| {
+        if mode == 8 {
+            asm!("st.volatile.global.u64 [{p}], {v};", p = in(reg64) rpay, v = in(reg64) v);
+            asm!("st.volatile.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v);
+            return;
+        }
         asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) rpay, v = in(reg64) v);
         match mode {
             2 | 4 => asm!("st.release.sys.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
-            3 | 5 => asm!("st.release.gpu.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
+            3 | 5 | 9 => asm!("st.release.gpu.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
             6 => asm!("fence.acq_rel.gpu; st.relaxed.gpu.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
             _ => asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v),
         }
     };
+    // Mode 0's source word: tagged by the sending side, so the end check sees whose it is.
+    const PAYLOAD_TAG: u64 = 0x9a7_10ad_0000;
+    let tag = |first: bool| PAYLOAD_TAG + first as u64;
+    if mode == 0 {
+        *e.src = tag(first);
+    }
     for i in 1..=iters as u64 {
         let v = base + i;
-        if mode == 7 {
-            if me == 1 {
-                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+        if !first {
+            match mode {
+                0 | 7 => {
+                    shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+                }
+                _ => wait(v),
             }
-            shmem::signal_op(sig, v, shmem::SignalOp::Set, peer);
-            if me == 0 {
-                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+        }
+        match mode {
+            0 => shmem::put_signal_nbi(e.dest, e.src, 1, e.peer_sig, v, shmem::SignalOp::Set, e.pe),
+            7 => shmem::signal_op(e.peer_sig, v, shmem::SignalOp::Set, e.pe),
+            _ => send(v),
+        }
+        if first {
+            match mode {
+                0 | 7 => {
+                    shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+                }
+                _ => wait(v),
             }
-            continue;
         }
-        if mode == 0 {
-            if me == 1 {
-                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
-            }
-            *payload.add(1) = v;
-            shmem::put_signal_nbi(payload, payload.add(1), 1, sig, v, shmem::SignalOp::Set, peer);
-            if me == 0 {
-                shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
-            }
-            continue;
-        }
-        if me == 1 {
-            wait(v);
-        }
-        send(v);
-        if me == 0 {
-            wait(v);
-        }
+    }
+    // Both sides have received the other's last message (the second side
+    // waited before its last send, the first after), so the payload is there.
+    if mode == 0 && iters > 0 && *e.recv != tag(!first) {
+        core::arch::nvptx::trap();
     }
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The whole GPU verification in one device call, run from the staged folder
+# (scripts/device.sh copies it as stage/bin/verify.sh):
+#
+#   bash stage/run.sh true >/dev/null; bash stage/bin/verify.sh [PARTS]
+#
+# PARTS (default all, comma-separated): threads (GPU test suite, PEs as
+# threads), processes (the process-mode variants), examples (each example as
+# threads and under gpushmem-run), info (gpushmem-info), guide (the guide's
+# app, built outside the workspace), perf (latency/ping-pong/barrier/init rows),
+# nvshmem (NVSHMEM's ping-pong and barrier in the same call, when its build
+# script finds the package), ncu (Nsight Compute profile of the library's
+# ping-pong). Every part has its own time limit, so one hang cannot eat the
+# call. Logs go to $OUT/verify (or ./verify-logs); one summary line per part.
+set -uo pipefail
+cd "$(dirname "$0")"
+export PATH="$PWD:$PATH" GPUSHMEM_RUN="$PWD/gpushmem-run"
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+logs=${OUT:-$PWD}/verify
+mkdir -p "$logs"
+parts=${1:-threads,processes,examples,info,guide,perf,nvshmem,ncu}
+rc=0
+# step NAME LIMIT_S CMD...: runs CMD under a time limit, logs it, prints one line.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout -k 5 "$limit" "$@" >"$logs/$name.log" 2>&1
+  local r=$?
+  local tail
+  tail=$(grep -E "test result|passed|failed|error|Error|timed out" "$logs/$name.log" | tail -2 | tr '\n' ' ' | cut -c1-300)
+  echo "verify $name: exit $r in $((SECONDS - t0)) s: $tail"
+  [ $r -eq 0 ] || rc=1
+}
+has() { [[ ",$parts," == *",$1,"* ]]; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+has threads && step threads 330 ./gpu --test-threads 1 --skip processes
+has processes && step processes 200 ./gpu --test-threads 1 processes --skip signal:: --skip atomic:: --skip rma:: --skip sync::
+if has examples; then
+  for e in ring allreduce moe halo; do
+    step "example-$e-threads" 60 ./$e 2
+    step "example-$e-processes" 90 ./gpushmem-run -n 2 -- ./$e
+  done
+fi
+has info && step info 30 ./gpushmem-info
+has guide && [ -x ./guide-myapp ] && step guide 60 ./guide-myapp
+if has perf; then
+  step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks latency barrier init \
+    --csv "$logs/perf.csv" --json "$logs/perf.json"
+fi
+if has nvshmem && [ -f ../../bench/nvshmem/build.sh ]; then
+  step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb
+  [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem 120 /tmp/nvb/run-nvshmem-perf pingpong --csv "$logs/nvshmem.csv"
+  [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-barrier 60 /tmp/nvb/run-nvshmem-perf barrier --csv "$logs/nvshmem-barrier.csv"
+fi
+if has ncu; then
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+  if [ -n "$ncu" ]; then
+    # Mode 0 (library put_signal_nbi) and 5 (hand-written release/acquire) of
+    # the one-kernel ping-pong; the first launch of each after warm-up.
+    step ncu 240 "$ncu" --kernel-name pingpong_blocks --launch-skip 3 --launch-count 1 \
+      --section WarpStateStats --section SourceCounters --section LaunchStats \
+      --export "$logs/pingpong-mode0" --force-overwrite \
+      ./gpushmem-perf pingpong-blocks --warmup 3 --reps 1
+    "$ncu" --import "$logs/pingpong-mode0.ncu-rep" --page details --print-details all >"$logs/ncu-details.txt" 2>&1
+    "$ncu" --import "$logs/pingpong-mode0.ncu-rep" --page source --csv --print-source sass >"$logs/ncu-sass.csv" 2>&1
+  else
+    echo "verify ncu: ncu not found"
+  fi
+fi
+exit $rc
