@@ -10,7 +10,9 @@
 # app, built outside the workspace), perf (latency/ping-pong/barrier/init rows),
 # nvshmem (NVSHMEM's ping-pong and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profile of the library's
-# ping-pong). Every part has its own time limit, so one hang cannot eat the
+# ping-pong), sanitize (compute-sanitizer memcheck, racecheck and synccheck
+# over the quick-mode suite: scripts/sanitize.sh; not in the default set, it
+# needs most of a call by itself). Every part has its own time limit, so one hang cannot eat the
 # call. Logs go to $OUT/verify (or ./verify-logs); one summary line per part.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -35,7 +37,7 @@ step() {
 has() { [[ ",$parts," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 has threads && step threads 330 ./gpu --test-threads 1 --skip processes
-has processes && step processes 200 ./gpu --test-threads 1 processes --skip signal:: --skip atomic:: --skip rma:: --skip sync::
+has processes && step processes 240 ./gpu --test-threads 1 processes
 if has examples; then
   for e in ring allreduce moe halo; do
     step "example-$e-threads" 60 ./$e 2
@@ -67,5 +69,10 @@ if has ncu; then
   else
     echo "verify ncu: ncu not found"
   fi
+fi
+if has sanitize; then
+  for tool in memcheck racecheck synccheck; do
+    OUT=$logs step "sanitize-$tool" 280 bash ./sanitize.sh $tool
+  done
 fi
 exit $rc

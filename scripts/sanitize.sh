@@ -5,13 +5,50 @@
 #
 #   bash stage/sanitize.sh [TOOLS] [FILTER...]
 #
-# TOOLS: comma-separated (default memcheck,racecheck,synccheck). FILTER: test
-# name filters for ./gpu (default: the threads-mode tests that run no child
-# process and do not trap on purpose). Prints one summary line per tool;
-# exits non-zero if any tool reports an error or a test fails.
+# TOOLS: comma-separated (default memcheck,racecheck,synccheck).
+#
+# Without FILTER: per tool, ONE run of the whole threads-mode suite in quick
+# mode (GPUSHMEM_TEST_QUICK=1: counts / 100, sizes up to 128 KiB; see
+# tests/gpu/main.rs), i.e.
+#
+#   GPUSHMEM_TEST_QUICK=1 compute-sanitizer --tool T --error-exitcode 99 --print-limit 50 \
+#     ./gpu --test-threads 1 --skip processes --skip errors:: --skip faults:: --skip lifecycle::
+#
+# skipping what is no fit for a sanitizer run:
+#   processes    PEs as processes through gpushmem-run (rma::ring_alltoall_processes_*,
+#                every *::as_N_processes variant): several processes time-slicing one
+#                GPU, each under the sanitizer, is slow and adds no kernel coverage.
+#   errors::     traps on purpose in child processes (device_*_traps, device_wait_times_out,
+#                signal_wait_times_out, team_*_traps, reduce_*_traps), spawns a PE that
+#                never starts (bootstrap_missing_pe) or kills one (killed_pe_is_reported);
+#                host_bad_inputs makes failing CUDA calls on purpose (a missing kernel, a
+#                module without state), which the sanitizer counts as API errors.
+#   faults::     kills PE processes with SIGKILL, asks for a heap larger than the GPU or a
+#                GPU that does not exist (failing CUDA calls on purpose).
+#   lifecycle::  measures the device's free memory, which the sanitizer's own
+#                allocations move.
+# collective::quick_debug_checks_8pe does run: its child process (the quick
+# collective matrix with debug checks on, no trap expected) is checked too
+# (compute-sanitizer follows child processes by default), its reports land in
+# the same log.
+# One tool over the quick suite takes a few minutes; give each tool its own
+# device call (TOOLS=memcheck, then racecheck, then synccheck) if the three
+# together would pass the call's time limit.
+#
+# With FILTER(s): one run per tool and filter (the harness takes one name
+# filter per run), at full size unless GPUSHMEM_TEST_QUICK=1 is set by the
+# caller; process-mode variants are skipped.
+#
+# Logs: $OUT (or .)/sanitize-<tool>-<filter or "quick-suite">.log. Prints one
+# summary line per tool and run; exits non-zero if any tool reports an error
+# or a test fails.
 set -uo pipefail
 cd "$(dirname "$0")"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 GPUSHMEM_RUN="$PWD/gpushmem-run"
+# Device waits of the tests: 600 s instead of 20 (tests/gpu/common.rs
+# `config`): the sanitizer instruments each PE's first launch in turn, so a PE
+# can start well after the others; a real hang still ends, just later.
+export GPUSHMEM_TIMEOUT=${GPUSHMEM_TIMEOUT:-600}
 find_sanitizer() {
   command -v compute-sanitizer && return
   for d in /usr/local/cuda*/bin /usr/local/cuda*/compute-sanitizer /opt/nvidia/*/bin; do
@@ -30,21 +67,33 @@ echo "sanitize: using $san ($("$san" --version 2>/dev/null | tail -1))"
 tools=${1:-memcheck,racecheck,synccheck}
 [ $# -gt 0 ] && shift
 filters=("$@")
-if [ ${#filters[@]} -eq 0 ]; then
-  # The harness takes one name filter per run: a few runs, each covering a family.
-  filters=(smoke:: rma::ring_threads_2pe rma::strided_ring_2pe signal::pipeline_2pe atomic::ops_results
-    wait::table_2pe stream::ordered_ops_2pe stream::collectives_2pe team::layout_8pe collective::quick_2pe)
-fi
+# Default: the whole threads-mode suite, quick, minus the tests listed above.
+suite_skips=(--skip processes --skip errors:: --skip faults:: --skip lifecycle::)
 rc=0
+# run TOOL NAME ARGS...: one sanitizer run of ./gpu with ARGS; NAME labels its log and summary line.
+run() {
+  local tool=$1 name=$2
+  shift 2
+  local log="${OUT:-.}/sanitize-$tool-${name//:/_}.log"
+  "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+    ./gpu --test-threads 1 "$@" >"$log" 2>&1
+  local r=$?
+  local summary
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')
+  echo "sanitize $tool $name: exit $r: $summary"
+  if [ $r -ne 0 ]; then
+    rc=1
+    grep -E "^=========" "$log" | head -20
+    grep -A30 -E "^failures:$" "$log" | head -30
+  fi
+}
 for tool in ${tools//,/ }; do
-  for f in "${filters[@]}"; do
-    log="${OUT:-.}/sanitize-$tool-${f//:/_}.log"
-    "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-      ./gpu --test-threads 1 --skip processes "$f" >"$log" 2>&1
-    r=$?
-    summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')
-    echo "sanitize $tool $f: exit $r: $summary"
-    if [ $r -ne 0 ]; then rc=1; grep -E "^=========" "$log" | head -20; fi
-  done
+  if [ ${#filters[@]} -eq 0 ]; then
+    GPUSHMEM_TEST_QUICK=1 run "$tool" quick-suite "${suite_skips[@]}"
+  else
+    for f in "${filters[@]}"; do
+      run "$tool" "$f" --skip processes "$f"
+    done
+  fi
 done
 exit $rc

@@ -113,14 +113,15 @@ pub fn fetch_add_contention() -> TestResult {
     Ok(())
 }
 
-/// A CAS spin lock on PE 0 taken 10^5 times by 32 warps over 4 PEs; the
-/// counter it protects (plain `g` + `p`) loses no update.
+/// A CAS spin lock on PE 0 taken 10^5 times (quick mode: 10^3, rounded down
+/// to a multiple of the warps) by 32 warps over 4 PEs; the counter it
+/// protects (plain `g` + `p`) loses no update.
 pub fn cas_lock() -> TestResult {
     const PES: usize = 4;
     const BLOCKS: u32 = 2;
     const THREADS: u32 = 128;
     let lockers = PES as u64 * (BLOCKS * THREADS / 32) as u64;
-    let iters = (100_000 / lockers) as u32;
+    let iters = (scaled(100_000) as u64 / lockers) as u32;
     let total = lockers * iters as u64;
     let start = Instant::now();
     let rows = threads(PES, 8 << 20, |shmem| {

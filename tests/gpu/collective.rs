@@ -684,12 +684,15 @@ fn f32_diff(what: &str, at: usize, got: &[f32], want: &[f32]) -> Option<String> 
 /// root 5, fcollect of 8 MiB per PE into 64 MiB, alltoall of 64 MiB,
 /// reducescatter (sum) of 64 MiB into 8 MiB per PE, and a 16 MiB sum
 /// reduce; destinations poisoned with NaN bits, every element checked,
-/// reductions bit-exact.
+/// reductions bit-exact. Quick mode: 128 KiB (16 KiB per PE), reduce 128 KiB.
 pub fn large() -> TestResult {
     let n = 8usize;
-    let e = (64 << 20) / 4; // f32 elements in 64 MiB
-    let blk = e / n; // one member's block (8 MiB)
-    let red = (16 << 20) / 4;
+    let total = size_cap(64 << 20);
+    let e = total / 4; // f32 elements in 64 MiB (quick mode: 128 KiB)
+    let blk = e / n; // one member's block (8 MiB; quick mode: 16 KiB)
+    let red_bytes = size_cap(16 << 20);
+    let red = red_bytes / 4;
+    let (all_b, blk_b, red_b) = (fmt_bytes(total), fmt_bytes(blk * 4), fmt_bytes(red_bytes));
     let root = 5usize;
     let s = seed();
     let start = Instant::now();
@@ -753,7 +756,7 @@ pub fn large() -> TestResult {
         }
         run("broadcast", "coll_copy_batch", 0, root as u32, e * 4)?;
         for c in 0..n {
-            check("broadcast 64 MiB", c * blk, &bcast[c * blk..(c + 1) * blk])?;
+            check(&format!("broadcast {all_b}"), c * blk, &bcast[c * blk..(c + 1) * blk])?;
         }
         shmem.bootstrap().barrier()?;
 
@@ -761,7 +764,7 @@ pub fn large() -> TestResult {
         shmem.write_at(&src, 0, &fcol[me * blk..(me + 1) * blk])?;
         run("fcollect", "coll_copy_batch", 1, 0, blk * 4)?;
         for c in 0..n {
-            check("fcollect 8 MiB × 8", c * blk, &fcol[c * blk..(c + 1) * blk])?;
+            check(&format!("fcollect {blk_b} × 8"), c * blk, &fcol[c * blk..(c + 1) * blk])?;
         }
         shmem.bootstrap().barrier()?;
 
@@ -771,14 +774,14 @@ pub fn large() -> TestResult {
         }
         run("alltoall", "coll_copy_batch", 2, 0, blk * 4)?;
         for i in 0..n {
-            check("alltoall 64 MiB", i * blk, &big_gen(s, 4 << 32 | i as u64, me * blk, blk))?;
+            check(&format!("alltoall {all_b}"), i * blk, &big_gen(s, 4 << 32 | i as u64, me * blk, blk))?;
         }
         shmem.bootstrap().barrier()?;
 
         // reduce (sum) of 16 MiB.
         shmem.write_at(&src, 0, &red_src[me])?;
         run("reduce", "coll_reduce_batch_f32", 3, ReduceOp::Sum as u32, red)?;
-        check("sum reduce 16 MiB", 0, &red_want)?;
+        check(&format!("sum reduce {red_b}"), 0, &red_want)?;
         shmem.bootstrap().barrier()?;
 
         // reducescatter (sum): 64 MiB of sources, 8 MiB of result per PE.
@@ -790,7 +793,7 @@ pub fn large() -> TestResult {
         let want: Vec<f32> = (0..blk)
             .map(|i| parts[1..].iter().fold(parts[0][i], |acc, v| f32::apply(ReduceOp::Sum, acc, v[i])))
             .collect();
-        check("sum reducescatter 64 MiB", 0, &want)?;
+        check(&format!("sum reducescatter {all_b}"), 0, &want)?;
         shmem.bootstrap().barrier()?;
 
         shmem.free(table)?;
@@ -801,7 +804,7 @@ pub fn large() -> TestResult {
     let bad: Vec<String> = rows.iter().flat_map(|(b, _)| b.iter().cloned()).collect();
     fail_if_any(&bad)?;
     println!(
-        "  {n} PEs, block form, f32: broadcast/fcollect/alltoall/reducescatter 64 MiB, reduce 16 MiB, every element \
+        "  {n} PEs, block form, f32: broadcast/fcollect/alltoall/reducescatter {all_b}, reduce {red_b}, every element \
          checked, reductions bit-exact; PE 0 kernels: {}; reference {prep:.1?}, all in {:.1?}",
         rows[0].1.join(", "),
         start.elapsed()

@@ -10,12 +10,17 @@ pub const CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_TEST_KERNE
 /// A test's outcome: `Err` carries the message libtest-mimic prints.
 pub type TestResult = Result<(), libtest_mimic::Failed>;
 
-/// Settings for test jobs: a small heap, short timeouts (a hang becomes an error).
+/// Settings for test jobs: a small heap, short timeouts (a hang becomes an
+/// error): device waits 20 s, or `GPUSHMEM_TIMEOUT` seconds where it is set
+/// (scripts/sanitize.sh sets 600: under compute-sanitizer the PEs' first
+/// launches are instrumented one after another, seconds each, and a PE can
+/// start more than 20 s after the others).
 pub fn config(heap: u64) -> Config {
+    let wait_s = std::env::var("GPUSHMEM_TIMEOUT").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
     Config {
         heap_size: heap,
         bootstrap_timeout: std::time::Duration::from_secs(60),
-        device_timeout: Some(std::time::Duration::from_secs(20)),
+        device_timeout: Some(std::time::Duration::from_secs(wait_s)),
         debug_checks: false,
     }
 }
@@ -93,6 +98,67 @@ pub fn seed() -> u64 {
         println!("GPU tests: GPUSHMEM_TEST_SEED={s}");
         s
     })
+}
+
+/// The variable that turns quick mode on (see [`quick`]).
+pub const QUICK_VAR: &str = "GPUSHMEM_TEST_QUICK";
+
+/// Quick mode: `GPUSHMEM_TEST_QUICK=1` (any value but empty or `0`), read
+/// once. Made for runs under compute-sanitizer, which slows kernels 30-100×:
+/// every test still runs every op, type, form, team shape and PE count, but
+/// the heavy ones move far less data and loop far fewer times ([`scaled`]
+/// counts, sizes capped by [`within_cap`] and [`size_cap`]). Off, every test
+/// is exactly its full self. Test names keep their full-mode figures
+/// (`cas_lock_100k`); the printed summaries state what actually ran.
+pub fn quick() -> bool {
+    static QUICK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *QUICK.get_or_init(|| std::env::var_os(QUICK_VAR).is_some_and(|v| !v.is_empty() && v != "0"))
+}
+
+/// Quick mode divides iteration and message counts by this.
+pub const QUICK_DIVISOR: usize = 100;
+
+/// A count of messages, rounds, acquisitions, instances or cycles: `n`, or in
+/// quick mode `n / 100` (at least 1): 10^5 messages become 10^3, 1000
+/// barrier rounds 10.
+pub fn scaled(n: usize) -> usize {
+    if quick() {
+        (n / QUICK_DIVISOR).max(1)
+    } else {
+        n
+    }
+}
+
+/// The largest transfer (bytes) quick mode keeps. 64 KiB + a ragged tail
+/// already reaches every path of the copy engine (16/8/4/2/1-byte units,
+/// head and tail bytes, the 4-way unrolled loop of a block); the MiB sizes
+/// only add volume.
+pub const QUICK_MAX_BYTES: usize = 128 << 10;
+
+/// Whether a size of a sweep runs: always, or in quick mode only up to [`QUICK_MAX_BYTES`].
+pub fn within_cap(bytes: usize) -> bool {
+    !quick() || bytes <= QUICK_MAX_BYTES
+}
+
+/// A single buffer's size: `bytes`, or in quick mode at most [`QUICK_MAX_BYTES`]
+/// (add odd tails after capping: `size_cap(4 << 20) / 4 + 5`).
+pub fn size_cap(bytes: usize) -> usize {
+    if quick() {
+        bytes.min(QUICK_MAX_BYTES)
+    } else {
+        bytes
+    }
+}
+
+/// A byte count as printed in summaries: `64 MiB`, `128 KiB`, `4101 B`.
+pub fn fmt_bytes(bytes: usize) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes.is_multiple_of(1 << 10) {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} B")
+    }
 }
 
 /// First mismatch between `got` and `want`, as a message.

@@ -1,6 +1,7 @@
 //! Memory-model litmus tests (kernels: tests/kernels/src/litmus.rs).
 //!
-//! Each test runs at least 2^20 instances (instance × round) with random
+//! Each test runs at least 2^20 instances (instance × round; quick mode, see
+//! `common::scaled`: 1/100 of the instances, the same rounds) with random
 //! placement: every launch draws, from the run's seed, which PEs pair up,
 //! which 32-byte cells of the buffer each instance uses and which threads
 //! run it. Every test asserts zero violations of what OpenSHMEM and our
@@ -206,7 +207,7 @@ fn mode(sliced: bool) -> &'static str {
     }
 }
 
-/// Message-passing rounds per instance, instances per launch.
+/// Message-passing rounds per instance, instances per launch (quick mode: [`scaled`]).
 const MP_ROUNDS: u32 = 64;
 const MP_INSTANCES: usize = 16384;
 
@@ -215,10 +216,10 @@ type Counts = (u32, bool, u64, u64);
 
 /// Runs `litmus_mp` for each shape: `launches` ordered launches (2 with
 /// concurrent PEs, 1 time-sliced), then one with the ordering step removed.
-fn mp_runs(shapes: &[u32]) -> Result<(bool, Vec<Counts>), libtest_mimic::Failed> {
+fn mp_runs(shapes: &[u32], instances: usize) -> Result<(bool, Vec<Counts>), libtest_mimic::Failed> {
     let rows = threads(PES, HEAP, |shmem| {
         let me = shmem.my_pe();
-        let rig = Rig::new(shmem, MP_INSTANCES, "litmus_mp")?;
+        let rig = Rig::new(shmem, instances, "litmus_mp")?;
         let launches = if rig.sliced { 1 } else { 2 };
         let stream = shmem.stream();
         let mut counts = Vec::new();
@@ -226,7 +227,7 @@ fn mp_runs(shapes: &[u32]) -> Result<(bool, Vec<Counts>), libtest_mimic::Failed>
             for l in 0..=launches {
                 let ordered = l < launches;
                 let tag = 0x11_0000 | (shape as u64) << 8 | l as u64;
-                let insts = place(tag, MP_INSTANCES);
+                let insts = place(tag, instances);
                 let (mut writers, mut readers) = (Vec::new(), Vec::new());
                 for i in &insts {
                     if i.a == me {
@@ -265,8 +266,9 @@ fn mp_runs(shapes: &[u32]) -> Result<(bool, Vec<Counts>), libtest_mimic::Failed>
 fn mp(shapes: &[(u32, &str, &str)]) -> TestResult {
     let start = Instant::now();
     let codes: Vec<u32> = shapes.iter().map(|s| s.0).collect();
-    let (sliced, counts) = mp_runs(&codes)?;
-    let msgs = MP_INSTANCES as u64 * MP_ROUNDS as u64;
+    let instances = scaled(MP_INSTANCES);
+    let (sliced, counts) = mp_runs(&codes, instances)?;
+    let msgs = instances as u64 * MP_ROUNDS as u64;
     let mut failures = Vec::new();
     for &(shape, name, removed) in shapes {
         let runs: Vec<&Counts> = counts.iter().filter(|c| c.0 == shape).collect();
@@ -276,7 +278,7 @@ fn mp(shapes: &[(u32, &str, &str)]) -> TestResult {
         if v != 0 {
             failures.push(format!("{name}: {v} of {seen} observed messages (of {sent} sent) saw stale data"));
         }
-        if runs.iter().any(|c| c.3 < MP_INSTANCES as u64) {
+        if runs.iter().any(|c| c.3 < instances as u64) {
             failures.push(format!("{name}: a reader finished without seeing its last message ({runs:?})"));
         }
         let un = runs.iter().find(|c| !c.1).map_or((0, 0), |c| (c.2, c.3));
@@ -331,6 +333,7 @@ pub fn amo_vs_put() -> TestResult {
     ])
 }
 
+/// Store-buffering rounds per instance, instances per launch (quick mode: [`scaled`]).
 const SB_ROUNDS: u32 = 64;
 const SB_INSTANCES: usize = 16384;
 
@@ -345,11 +348,12 @@ const SB_INSTANCES: usize = 16384;
 pub fn store_buffering() -> TestResult {
     let start = Instant::now();
     const ORDERS: [(u32, &str); 3] = [(2, "quiet"), (1, "fence"), (0, "nothing")];
-    let (sliced, rows) = per_order(&ORDERS, SB_INSTANCES, "litmus_sb", |rig, order| {
+    let instances = scaled(SB_INSTANCES);
+    let (sliced, rows) = per_order(&ORDERS, instances, "litmus_sb", |rig, order| {
         let (shmem, stream) = (rig.shmem, rig.shmem.stream());
         let me = shmem.my_pe();
         let tag = 0x5B_0000 | order as u64;
-        let insts = place(tag, SB_INSTANCES);
+        let insts = place(tag, instances);
         let mut sides = Vec::new();
         for (id, i) in insts.iter().enumerate() {
             // x (side a's) lives on b if bit 0, y (side b's) on a if bit 1.
@@ -377,7 +381,7 @@ pub fn store_buffering() -> TestResult {
     let mut failures = Vec::new();
     let mut report = Vec::new();
     for (k, (order, name)) in ORDERS.iter().enumerate() {
-        let mut first: Vec<Option<u64>> = vec![None; SB_INSTANCES];
+        let mut first: Vec<Option<u64>> = vec![None; instances];
         let (mut both, mut missed, mut sides, mut timeouts) = (0u64, 0u64, 0usize, 0u64);
         for runs in &rows {
             timeouts += runs[k].0;
@@ -390,11 +394,9 @@ pub fn store_buffering() -> TestResult {
                 }
             }
         }
-        if sides != 2 * SB_INSTANCES || timeouts != 0 {
-            failures.push(format!(
-                "SB {name}: {sides} sides ran (want {}), {timeouts} lock-step timeouts",
-                2 * SB_INSTANCES
-            ));
+        if sides != 2 * instances || timeouts != 0 {
+            failures
+                .push(format!("SB {name}: {sides} sides ran (want {}), {timeouts} lock-step timeouts", 2 * instances));
         }
         if *order == 2 && both != 0 {
             failures.push(format!("SB with quiet: in {both} rounds both sides missed the other's write"));
@@ -407,7 +409,7 @@ pub fn store_buffering() -> TestResult {
         mode(sliced),
         if sliced { "free-running" } else { "lock-step rounds" },
         seed(),
-        SB_INSTANCES,
+        instances,
         report.join(", "),
         if sliced { " (time-sliced PEs rarely overlap: the forbidden outcome cannot arise here)" } else { "" }
     );
@@ -424,11 +426,11 @@ pub fn store_buffering() -> TestResult {
 pub fn get_after_quiet_barrier() -> TestResult {
     let start = Instant::now();
     const ORDERS: [(u32, &str); 3] = [(2, "barrier_all"), (1, "sync_all (no quiet)"), (0, "no barrier")];
-    let (sliced, rows) = per_order(&ORDERS, 65536, "litmus_get_after_barrier", |rig, order| {
+    let (sliced, rows) = per_order(&ORDERS, scaled(65536), "litmus_get_after_barrier", |rig, order| {
         let (shmem, stream) = (rig.shmem, rig.shmem.stream());
         let me = shmem.my_pe();
         // A barrier costs a round trip: time-sliced, 16 wide rounds instead of 64.
-        let (count, rounds) = if rig.sliced { (65536, 16u32) } else { (16384, 64u32) };
+        let (count, rounds) = if rig.sliced { (scaled(65536), 16u32) } else { (scaled(16384), 64u32) };
         let tag = 0x6E_0000 | order as u64;
         let insts = place(tag, count);
         let mut w: Vec<[u64; 2]> = insts.iter().filter(|i| i.a == me).map(|i| task(1, i.c, 0, i.cell_a, 0)).collect();

@@ -4,6 +4,22 @@
 //!
 //! With `GPUSHMEM_TEST_CHILD=<scenario>` the binary runs one scenario as a
 //! child process instead (process-mode PEs, traps that poison a context).
+//!
+//! Quick mode, `GPUSHMEM_TEST_QUICK=1` (for compute-sanitizer runs, see
+//! scripts/sanitize.sh): every test still covers every op, type, form, team
+//! shape and PE count, but iteration and message counts are divided by 100
+//! (`common::scaled`: 10^5 pipeline messages and CAS acquisitions → ~10^3,
+//! fence messages 10^5 → 10^3, litmus instances 16384 → 163 per launch,
+//! stress 10^4 rounds → 100, barrier rounds 1000 → 10, alternating
+//! collectives 10^4 → 100, team slot cycles 100 → 12, init/finalize cycles
+//! 100 → 1) and transfers are capped at 128 KiB (`common::within_cap`,
+//! `common::size_cap`: the ring sweep stops at 64 KiB + 3 B, the all-to-all
+//! at 4099 B chunks, the 64 MiB collective test moves 128 KiB). Tests that are
+//! small already (collective matrices, wait table, atomics contention), the
+//! missing-barrier detection and the fault tests run as always. Test names
+//! keep their full figures; printed summaries give the counts actually run.
+//! Child and PE processes inherit the variable. Without it (or `=0`) every
+//! test runs exactly at full size.
 
 mod atomic;
 mod collective;
@@ -250,6 +266,12 @@ fn main() -> ExitCode {
         Ok(n) => {
             println!("GPU tests: {n} CUDA device(s) found");
             let _ = seed();
+            if quick() {
+                println!(
+                    "GPU tests: quick mode ({QUICK_VAR}): counts / {QUICK_DIVISOR}, sizes up to {}",
+                    fmt_bytes(QUICK_MAX_BYTES)
+                );
+            }
             trials()
         }
         Err(e) => {

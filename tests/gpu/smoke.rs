@@ -5,8 +5,9 @@
 use crate::common::*;
 use gpushmem::LaunchConfig;
 
+/// 2^20 + 3 words (quick mode: 2^15 + 3).
 pub fn smoke_pattern() -> TestResult {
-    let n = (1usize << 20) + 3;
+    let n = size_cap(4 << 20) / 4 + 3;
     let out = threads(1, 16 << 20, |shmem| {
         let module = kernels(shmem)?;
         let k = module.kernel("smoke_pattern")?;
@@ -58,8 +59,10 @@ pub fn state_installed() -> TestResult {
     Ok(())
 }
 
-/// 100 init/finalize cycles (2 PEs as threads) leave the device's free memory where it started.
+/// 100 init/finalize cycles (quick mode: 1; 2 PEs as threads) leave the
+/// device's free memory where it started.
 pub fn init_finalize_cycles() -> TestResult {
+    let cycles = scaled(100);
     // Hold the primary context so its own memory is not what we measure.
     let ctx = gpushmem::cudarc::driver::CudaContext::new(0).map_err(|e| format!("{e}"))?;
     let free = || gpushmem::cudarc::driver::result::mem_get_info().map(|m| m.0 as i64).map_err(|e| format!("{e}"));
@@ -81,15 +84,15 @@ pub fn init_finalize_cycles() -> TestResult {
     cycle()?; // warm-up: the driver's own first-use allocations
     ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
     let before = free()?;
-    for _ in 0..100 {
+    for _ in 0..cycles {
         cycle()?;
     }
     ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
     let after = free()?;
-    println!("  free device memory before {before} B, after 100 cycles {after} B (diff {} B)", before - after);
+    println!("  free device memory before {before} B, after {cycles} cycles {after} B (diff {} B)", before - after);
     // Tolerance: 2 MiB of driver-internal slack (allocation granularity), far below one 32 MiB heap.
     if before - after > 2 << 20 {
-        return Err(format!("device memory leaked: {} bytes over 100 cycles", before - after).into());
+        return Err(format!("device memory leaked: {} bytes over {cycles} cycles", before - after).into());
     }
     Ok(())
 }

@@ -12,8 +12,9 @@ fn pattern(v: &[u32], key: u32) -> Vec<u32> {
 /// stream B: `signal_wait_until_on_stream(sig >= 1)` → kernel transforms the received `dest` into `out`;
 /// then `putmem_signal_on_stream` (SET 7) of a second buffer, waited with a `Gt 6` wait on stream B,
 /// `quiet_on_stream`, `barrier_all_on_stream`, `get_on_stream` back from `next`. Every word checked.
+/// Buffers of 2^20 + 5 words (quick mode: 2^15 + 5).
 pub fn stream_ordered_ops(n: usize) -> TestResult {
-    let len = (1usize << 20) + 5;
+    let len = size_cap(4 << 20) / 4 + 5;
     let rows = threads(n, 64 << 20, |shmem| {
         let me = shmem.my_pe();
         let next = (me + 1) % n;

@@ -3,10 +3,10 @@
 //! nbi, `p`/`g`, typed forms, atomic add/fetch_add/inc/xor, put-with-signal
 //! and `signal_op` (ADD) — of random sizes (1 B to 64 KiB; thread forms to
 //! 4 KiB) at random offsets and alignments, towards random PEs, 10^4 rounds
-//! (100 per launch). After every round each PE checksums its whole arena on
-//! the device; the host compares every checksum with a CPU model that
-//! applies the same operations, and at the end compares the arenas byte for
-//! byte. `GPUSHMEM_SOAK_MINUTES=N` runs it for N minutes instead.
+//! (100 per launch; quick mode: 100 rounds, one launch). After every round
+//! each PE checksums its whole arena on the device; the host compares every
+//! checksum with a CPU model that applies the same operations, and at the end
+//! compares the arenas byte for byte. `GPUSHMEM_SOAK_MINUTES=N` runs it for N minutes instead.
 //!
 //! The content stays deterministic: in round r, PE s puts only into its own
 //! region of half r % 2 of each target's arena, its operations of one round
@@ -469,15 +469,15 @@ fn run(plan: &Plan) -> Result<(usize, u64, Vec<String>), libtest_mimic::Failed> 
     Ok((rounds, mismatches, rows.into_iter().flat_map(|r| r.2).collect()))
 }
 
-/// 8 PEs, 10^4 rounds of random operations (or `GPUSHMEM_SOAK_MINUTES`
-/// minutes): every round's checksum of every PE's arena equals the model's,
-/// and the final arenas equal it byte for byte.
+/// 8 PEs, 10^4 rounds (quick mode: 100) of random operations (or
+/// `GPUSHMEM_SOAK_MINUTES` minutes): every round's checksum of every PE's
+/// arena equals the model's, and the final arenas equal it byte for byte.
 pub fn random_ops() -> TestResult {
     let start = Instant::now();
     let soak = std::env::var("GPUSHMEM_SOAK_MINUTES").ok().and_then(|m| m.parse::<f64>().ok());
     let limit = match soak {
         Some(m) => Limit::Until(Instant::now() + Duration::from_secs_f64(m * 60.0)),
-        None => Limit::Rounds(ROUNDS),
+        None => Limit::Rounds(scaled(ROUNDS)),
     };
     let plan = Plan::new(limit);
     let (rounds, mismatches, failures) = run(&plan)?;

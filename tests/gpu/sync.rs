@@ -21,18 +21,21 @@ fn barrier_errors(n: usize, rounds: u32, form: u32) -> Result<u64, libtest_mimic
     Ok(errs.iter().sum())
 }
 
-/// 1000 rounds of put → barrier → check pass for each barrier form.
+/// 1000 rounds (quick mode: 10) of put → barrier → check pass for each barrier form.
 pub fn barrier(n: usize) -> TestResult {
+    let rounds = scaled(1000);
     for (form, name) in [(0, "barrier_all"), (1, "barrier_all_block"), (2, "barrier_all_warp")] {
-        let e = barrier_errors(n, 1000, form)?;
+        let e = barrier_errors(n, rounds as u32, form)?;
         if e != 0 {
-            return Err(format!("{name}, {n} PEs: {e} stale slots seen over 1000 rounds").into());
+            return Err(format!("{name}, {n} PEs: {e} stale slots seen over {rounds} rounds").into());
         }
     }
     Ok(())
 }
 
 /// Without the barrier the same check must see stale slots: the test can detect a missing barrier.
+/// Full 1000 rounds in quick mode too: fewer would make seeing none (a false failure) likelier,
+/// and rounds without a barrier cost next to nothing.
 pub fn barrier_missing_is_detected() -> TestResult {
     let e = barrier_errors(4, 1000, 3)?;
     println!("missing barrier, 4 PEs, 1000 rounds: {e} stale slots seen");
@@ -58,13 +61,15 @@ fn fence_errors(iters: u32, use_fence: u32) -> Result<u64, libtest_mimic::Failed
     Ok(r.iter().sum())
 }
 
-/// Data then flag to the same PE, ordered by `fence`: the flag is never seen without the data.
+/// Data then flag to the same PE, ordered by `fence`: the flag is never seen
+/// without the data. 10^5 messages (quick mode: 10^3).
 pub fn fence_orders_puts() -> TestResult {
-    let e = fence_errors(100_000, 1)?;
+    let msgs = scaled(100_000);
+    let e = fence_errors(msgs as u32, 1)?;
     if e != 0 {
         return Err(format!("{e} times the flag arrived before the data it was fenced behind").into());
     }
-    let without = fence_errors(100_000, 0)?;
-    println!("fence test: 100000 messages with fence: 0 violations; without fence: {without} violations");
+    let without = fence_errors(msgs as u32, 0)?;
+    println!("fence test: {msgs} messages with fence: 0 violations; without fence: {without} violations");
     Ok(())
 }

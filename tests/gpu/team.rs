@@ -244,15 +244,18 @@ fn barrier_on(
     unsafe { shmem.launch_collective(k, one_block(64), (team, buf, base, rounds, errors, form)) }
 }
 
-/// 4 PEs: 100 create/barrier/destroy cycles of teams of changing shape reuse
-/// one slot (no exhaustion; the slot's sync words are zeroed for each new
-/// team, or the barrier after an even-team cycle would hang or pass early);
+/// 4 PEs: 100 (quick mode: 12, each shape twice) create/barrier/destroy
+/// cycles of teams of changing shape reuse one slot (no exhaustion; the
+/// slot's sync words are zeroed for each new team, or the barrier after an
+/// even-team cycle would hang or pass early);
 /// `MAX_TEAMS - 1` live teams fit and one more fails on every PE (also a 2D
 /// split that needs two slots); destroying the world team, splits with bad
 /// ranges, a destroyed parent, and arguments that differ across PEs fail on
 /// every PE; afterwards teams still work and handles agree across PEs.
 pub fn slots() -> TestResult {
     let n = 4;
+    // Every one of the 6 shapes at least twice, each after a different shape.
+    let cycles = scaled(100).max(12);
     let rows = threads(n, 16 << 20, |shmem| {
         let me = shmem.my_pe();
         let world = shmem.team_world();
@@ -269,7 +272,7 @@ pub fn slots() -> TestResult {
         // members' barrier counters differ between consecutive teams.
         let shapes = [(0, 2, n / 2), (0, 1, n), (1, 2, n / 2), (1, 1, n - 1), (n - 1, 1, 1), (0, 3, 2)];
         let mut first = None;
-        for i in 0..100u64 {
+        for i in 0..cycles as u64 {
             let (s, st, sz) = shapes[i as usize % shapes.len()];
             let t = shmem.team_split_strided(&world, s, st, sz)?;
             handles.push(t.handle());
@@ -285,7 +288,7 @@ pub fn slots() -> TestResult {
         }
         let e = stream.clone_dtoh(&errors).cu("dtoh")?[0];
         if e != 0 {
-            bad.push(format!("PE {me}: {e} stale slots seen in the barriers of the 100 create/destroy cycles"));
+            bad.push(format!("PE {me}: {e} stale slots seen in the barriers of the {cycles} create/destroy cycles"));
         }
 
         // 2. Exhaustion: MAX_TEAMS - 1 live teams fit, one more does not.
@@ -426,7 +429,7 @@ pub fn slots() -> TestResult {
     }
     fail_if_any(&bad)?;
     println!(
-        "  {n} PEs: 100 create/barrier/destroy cycles in one slot; {} live teams max; every error on every PE",
+        "  {n} PEs: {cycles} create/barrier/destroy cycles in one slot; {} live teams max; every error on every PE",
         MAX_TEAMS - 1
     );
     Ok(())
@@ -442,14 +445,14 @@ const BARRIER_FORMS: [&str; 6] = [
     "quiet_block+team_sync_warp",
 ];
 
-/// 8 PEs, 1000 rounds per (team, form): members write the round into every
+/// 8 PEs, 1000 rounds (quick mode: 10) per (team, form): members write the round into every
 /// member's slot, synchronize on the team, check every slot. Teams: world;
 /// even and odd at once (disjoint, each PE passes its own); skipping (1, 4);
 /// nested (3, 7); the rows and the columns of a 2D split with an uneven row
 /// (three rows share one handle and run at once). Non-members launch and return.
 pub fn barrier_rounds() -> TestResult {
     let n = 8;
-    let rounds = 1000u32;
+    let rounds = scaled(1000) as u32;
     let start = Instant::now();
     let rows = threads(n, 16 << 20, |shmem| {
         let me = shmem.my_pe();
@@ -521,14 +524,14 @@ pub fn barrier_rounds() -> TestResult {
     Ok(())
 }
 
-/// 8 PEs: one kernel per (pair, form) doing 10^4 collectives back to back,
+/// 8 PEs: one kernel per (pair, form) doing 10^4 (quick mode: 100) collectives back to back,
 /// alternating between two overlapping teams (world/even; 2D rows/columns;
 /// odd/nested), each a barrier, fcollect, sum reduce or broadcast (by form,
 /// see the kernel `team_alternate`) whose result every member checks. A mixed
 /// round or a deadlock shows as wrong values or a device timeout.
 pub fn alternating() -> TestResult {
     let n = 8;
-    let iters = 10_000u32;
+    let iters = scaled(10_000) as u32;
     let elems = 40u32;
     let start = Instant::now();
     let rows = threads(n, 16 << 20, |shmem| {
