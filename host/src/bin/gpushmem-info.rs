@@ -31,6 +31,19 @@ fn toolchain() {
     );
 }
 
+/// The link between two GPUs as CUDA's peer attributes show it: peer
+/// access with native atomics is NVLink (PCIe peers do not offer native
+/// atomics); access without them is PCIe. `nvidia-smi topo -m` names the
+/// exact link (NV18, PIX, …).
+fn link_type(access: i32, native_atomics: i32) -> &'static str {
+    match (access, native_atomics) {
+        (1, 1) => "NVLink (peer access, native atomics)",
+        (1, _) => "PCIe (peer access, no native atomics)",
+        (0, _) => "no peer access: gpushmem cannot map this pair",
+        _ => "unknown (the query failed)",
+    }
+}
+
 fn p2p(attr: sys::CUdevice_P2PAttribute, a: sys::CUdevice, b: sys::CUdevice) -> i32 {
     let mut v = 0;
     // SAFETY: a query on valid device handles.
@@ -67,16 +80,14 @@ fn gpus() {
         println!("  [{i}] {name}: sm_{maj}{min}, {sms} SMs, {:.1} GiB", mem as f64 / (1u64 << 30) as f64);
     }
     if devs.len() > 1 {
-        println!("  peer access (access / native atomics / performance rank; NVLink shows native atomics):");
+        println!("  peer access (access / native atomics / performance rank: link):");
         for (i, &a) in devs.iter().enumerate() {
             for (j, &b) in devs.iter().enumerate().filter(|(j, _)| *j != i) {
                 use sys::CUdevice_P2PAttribute as P;
-                println!(
-                    "    {i} -> {j}: {} / {} / {}",
-                    p2p(P::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, a, b),
-                    p2p(P::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, a, b),
-                    p2p(P::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, a, b)
-                );
+                let access = p2p(P::CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, a, b);
+                let atomics = p2p(P::CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, a, b);
+                let rank = p2p(P::CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, a, b);
+                println!("    {i} -> {j}: {access} / {atomics} / {rank}: {}", link_type(access, atomics));
             }
         }
     }
@@ -120,5 +131,18 @@ fn main() -> ExitCode {
             println!("  {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::link_type;
+
+    #[test]
+    fn link_type_from_peer_attributes() {
+        assert!(link_type(1, 1).starts_with("NVLink"));
+        assert!(link_type(1, 0).starts_with("PCIe"));
+        assert!(link_type(0, 0).starts_with("no peer access"));
+        assert!(link_type(-1, -1).starts_with("unknown"));
     }
 }
