@@ -17,9 +17,13 @@
 //!   `warp`: one chunk per warp, `*_nbi_warp`; `thread`: one chunk per thread,
 //!   `putmem_nbi`/`getmem_nbi`. Grid = `--grid` or S / 64 KiB blocks (1 … 4224; NVSHMEM caps at 1056),
 //!   × `--block` (default 1024) threads, as NVSHMEM's put_bw. GB/s = S·iters /
-//!   time (10^9 B/s). Beside each point, `cuMemcpyDtoDAsync` of the same S (·iters) on
-//!   the same stream in the same run (the `cuMemcpy` column). With PEs on one GPU
-//!   both are device-local copies (peer = same HBM). The same buffers are reused
+//!   time (10^9 B/s). Beside each point, `cuMemcpyDtoDAsync` of the same S (·iters)
+//!   between the same two buffers (the peer's through `Shmem::ptr`) on the same
+//!   stream in the same run (the `cuMemcpy` column; a peer copy when the PEs are
+//!   on different GPUs; until 2026-12-02 it copied within PE 0's heap). With PEs on
+//!   one GPU both are device-local copies (peer = same HBM). `--bidir` adds
+//!   `<op>_bw_<scope>_bidir`: both PEs move S to / from each other at once, lined
+//!   up by a barrier before each run; GB/s = 2·S·iters / the slower PE's median. The same buffers are reused
 //!   at every repetition, so 16–64 MiB stay in the H200's 60 MB L2 and read above
 //!   HBM speed (NVSHMEM's figures show the same); sizes ≥ 256 MiB measure HBM.
 //! - `latency` → `p_latency`, `g_latency` [8]: thread 0 of PE 0 does 10^4 ×

@@ -12,7 +12,10 @@
 # script finds the package), ncu (Nsight Compute profile of the library's
 # ping-pong), sanitize (compute-sanitizer memcheck, racecheck and synccheck
 # over the quick-mode suite: scripts/sanitize.sh; not in the default set, it
-# needs most of a call by itself). Every part has its own time limit, so one hang cannot eat the
+# needs most of a call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
+# `nvidia-smi topo -m`, then put/get bandwidth one way and both ways, ping-pong,
+# barrier and collectives with the PEs spread over the GPUs; not in the default
+# set; the threads and processes parts already spread PEs over every GPU). Every part has its own time limit, so one hang cannot eat the
 # call. Logs go to $OUT/verify (or ./verify-logs); one summary line per part.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -69,6 +72,12 @@ if has ncu; then
   else
     echo "verify ncu: ncu not found"
   fi
+fi
+if has multigpu; then
+  nvidia-smi topo -m >"$logs/topo.txt" 2>&1
+  echo "verify multigpu: $(nvidia-smi -L | wc -l) GPU(s); topology in topo.txt"
+  step perf-multigpu 500 ./gpushmem-perf put-bw get-bw pingpong barrier collective --bidir \
+    --min-size 4k --pes 2,4,8 --csv "$logs/perf-multigpu.csv" --json "$logs/perf-multigpu.json" --png "$logs/bw-multigpu.png"
 fi
 if has sanitize; then
   for tool in memcheck racecheck synccheck; do

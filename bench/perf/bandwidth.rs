@@ -1,6 +1,10 @@
-//! `put-bw` / `get-bw`: PE 0 moves S bytes to / from PE 1, thread, warp or block scope.
+//! `put-bw` / `get-bw`: PE 0 moves S bytes to / from PE 1, thread, warp or block
+//! scope; with `--bidir` also both PEs at once, each to / from the other.
+//! The `cuMemcpy` column is `cuMemcpyDtoDAsync` of the same bytes between the
+//! same two PEs' buffers (the peer's through `Shmem::ptr`: a peer copy when
+//! the PEs are on different GPUs).
 
-use crate::common::{gbs, human_size, median_ms, module, nothing, sizes, BenchResult, Row};
+use crate::common::{gbs, human_size, median_ms, median_ms_lined_up, module, nothing, sizes, BenchResult, Row};
 use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::{LaunchConfig, Shmem, Threads};
@@ -47,7 +51,8 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
     let list = sizes(o.min_size.max(1), o.max_size, 2);
     let max = *list.last().unwrap_or(&16);
     let buf = max.next_multiple_of(16) as usize;
-    let progress = Progress::new(list.len() * o.scopes.len());
+    let directions = if o.bidir { 2 } else { 1 };
+    let progress = Progress::new(list.len() * o.scopes.len() * directions);
     let per_pe = Threads::new(2).config(crate::common::config(2 * buf as u64 + (64 << 20))).run(|shmem| {
         let src = shmem.calloc::<u8>(buf)?;
         let dst = shmem.calloc::<u8>(buf)?;
@@ -84,40 +89,64 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
                 }
             }
         }
+        let peer = 1 - shmem.my_pe();
+        // The memcpy baseline moves the same bytes between the same buffers as the kernel.
+        let (to, from) = if get {
+            (dst.as_kernel_ptr(), shmem.ptr(&src, peer)?)
+        } else {
+            (shmem.ptr(&dst, peer)?, src.as_kernel_ptr())
+        };
+        let stream = shmem.stream();
+        let memcpy = |size: u64| -> gpushmem::Result<()> {
+            for _ in 0..o.iters {
+                // SAFETY: `to` and `from` are `size`-byte ranges of this PE's and the peer's heap.
+                unsafe {
+                    gpushmem::cudarc::driver::result::memcpy_dtod_async(to, from, size as usize, stream.cu_stream())
+                }
+                .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })?;
+            }
+            Ok(())
+        };
+        let kernel_runs = |k: &gpushmem::Kernel, size: u64| -> gpushmem::Result<()> {
+            let args = (dst.as_kernel_ptr(), src.as_kernel_ptr(), size, peer as u32);
+            for _ in 0..o.iters {
+                // SAFETY: the arguments match `bw_*`; both ranges hold `size` bytes on every PE.
+                unsafe { shmem.launch(k, shape(o, size), args) }?;
+            }
+            Ok(())
+        };
         if shmem.my_pe() == 0 {
-            let stream = shmem.stream();
             for &scope in &o.scopes {
                 let test = format!("{op}_bw_{}", scope.name());
                 let k = m.kernel(&format!("bw_{op}_{}", scope.name()))?;
                 for &size in &list {
                     progress.start(&format!("{test} {}", human_size(size)));
-                    let cfg = shape(o, size);
-                    let args = (dst.as_kernel_ptr(), src.as_kernel_ptr(), size, 1u32 /* peer PE */);
-                    let ours = median_ms(stream, o.warmup, o.reps, nothing, || {
-                        for _ in 0..o.iters {
-                            // SAFETY: the arguments match `bw_*`; both ranges hold `size` bytes on every PE.
-                            unsafe { shmem.launch(&k, cfg, args) }?;
-                        }
-                        Ok(())
-                    })?;
-                    let base = median_ms(stream, o.warmup, o.reps, nothing, || {
-                        for _ in 0..o.iters {
-                            // SAFETY: both ranges are in this PE's heap and hold `size` bytes.
-                            unsafe {
-                                gpushmem::cudarc::driver::result::memcpy_dtod_async(
-                                    dst.as_kernel_ptr(),
-                                    src.as_kernel_ptr(),
-                                    size as usize,
-                                    stream.cu_stream(),
-                                )
-                            }
-                            .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })?;
-                        }
-                        Ok(())
-                    })?;
+                    let ours = median_ms(stream, o.warmup, o.reps, nothing, || kernel_runs(&k, size))?;
+                    let base = median_ms(stream, o.warmup, o.reps, nothing, || memcpy(size))?;
                     let bytes = (size * o.iters as u64) as f64;
                     rows.push(Row::new(test.clone(), size, gbs(bytes, ours), Some(gbs(bytes, base)), "GB/s"));
                     progress.step();
+                }
+            }
+        }
+        shmem.barrier_all()?;
+        if o.bidir {
+            // Both PEs at once, lined up before every run; the slower PE's median counts.
+            for &scope in &o.scopes {
+                let test = format!("{op}_bw_{}_bidir", scope.name());
+                let k = m.kernel(&format!("bw_{op}_{}", scope.name()))?;
+                for &size in &list {
+                    let lead = shmem.my_pe() == 0;
+                    if lead {
+                        progress.start(&format!("{test} {}", human_size(size)));
+                    }
+                    let ours = slowest(shmem, median_ms_lined_up(shmem, o, || kernel_runs(&k, size))?)?;
+                    let base = slowest(shmem, median_ms_lined_up(shmem, o, || memcpy(size))?)?;
+                    let bytes = (2 * size * o.iters as u64) as f64;
+                    if lead {
+                        rows.push(Row::new(test.clone(), size, gbs(bytes, ours), Some(gbs(bytes, base)), "GB/s"));
+                        progress.step();
+                    }
                 }
             }
         }
@@ -129,4 +158,10 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
         return Err(format!("wrong results: {}", errors.join("; ")).into());
     }
     Ok(per_pe.into_iter().next().map(|(rows, _)| rows).unwrap_or_default())
+}
+
+/// The largest of every PE's `ms` (host all-gather over the bootstrap).
+fn slowest(shmem: &Shmem, ms: f64) -> gpushmem::Result<f64> {
+    let all = shmem.bootstrap().allgather(&ms.to_le_bytes())?;
+    Ok(all.iter().map(|b| f64::from_le_bytes(b[..8].try_into().expect("8 bytes of time"))).fold(0.0, f64::max))
 }

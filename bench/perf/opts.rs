@@ -17,7 +17,7 @@ pub const SUBCOMMANDS: &[&str] = &[
 pub const USAGE: &str =
     "usage: gpushmem-perf [all|put-bw|get-bw|latency|pingpong|scopes|pingpong-blocks|barrier|atomic|collective|init ...]
                      [--min-size BYTES] [--max-size BYTES] [--scope thread,warp,block|all]
-                     [--grid N] [--block N] [--iters N] [--reps N] [--warmup N]
+                     [--grid N] [--block N] [--iters N] [--reps N] [--warmup N] [--bidir]
                      [--pes LIST] [--npes N] [--coll-max-size BYTES]
                      [--csv FILE] [--json FILE] [--png FILE]
        gpushmem-perf plot RESULTS.csv --png FILE   (re-plot a CSV; needs no GPU)";
@@ -58,6 +58,8 @@ pub struct Opts {
     /// PEs of `collective` and `init`.
     pub npes: usize,
     pub coll_max_size: u64,
+    /// `put-bw`/`get-bw`: also both directions at once (PE 0 ↔ PE 1).
+    pub bidir: bool,
     pub csv: Option<String>,
     pub json: Option<String>,
     pub png: Option<String>,
@@ -105,6 +107,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
         pes: vec![2, 4, 8],
         npes: 8,
         coll_max_size: 64 << 20,
+        bidir: false,
         csv: None,
         json: None,
         png: None,
@@ -130,6 +133,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
                 o.pes = v.split(',').map(|p| num("--pes", p.trim())).collect::<Result<_, _>>()?;
             }
             "--npes" => o.npes = num(&a, &val(&a)?)?,
+            "--bidir" => o.bidir = true,
             "--csv" => o.csv = Some(val(&a)?),
             "--json" => o.json = Some(val(&a)?),
             "--png" => o.png = Some(val(&a)?),
@@ -201,6 +205,7 @@ mod tests {
         assert_eq!(o.what, ["put-bw", "atomic"]);
         assert_eq!(o.scopes, [Scope::Block, Scope::Warp, Scope::Thread]);
         assert_eq!((o.max_size, o.grid, o.block), (64 << 20, Some(4), Some(256)));
+        assert!(!o.bidir && p("put-bw --bidir").unwrap().bidir);
     }
 
     #[test]

@@ -190,6 +190,20 @@ impl Shmem {
         }
     }
 
+    /// Where PE `pe` has the symmetric object `s`, as an address this PE's GPU
+    /// can use (`nvshmem_ptr` on the host): in kernels, and in `cuMemcpy*`
+    /// calls (with unified addressing a copy to it is a peer copy when `pe`
+    /// is on another GPU). Same process: the peer's heap through peer access;
+    /// other processes: the CUDA IPC mapping made at init. No ordering is
+    /// implied: accesses through it are plain loads, stores and copies.
+    ///
+    /// # Errors
+    /// [`Error::BadPe`] for a PE outside the job; an error naming the range
+    /// when `s` is not in this PE's heap (e.g. freed, or from another job).
+    pub fn ptr<T>(&self, s: &SymSlice<T>, pe: usize) -> Result<u64> {
+        self.peer_address(s.as_kernel_ptr(), s.byte_len(), pe)
+    }
+
     /// Checks that `[addr, addr + len)` is in this PE's heap and returns where PE `pe` has it.
     pub(crate) fn peer_address(&self, addr: u64, len: u64, pe: usize) -> Result<u64> {
         self.check_pe(pe)?;

@@ -151,6 +151,7 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("stream::ordered_ops_2pe", 2),
     ("stream::ordered_ops_4pe", 4),
     ("rma::strided_ring_2pe", 2),
+    ("rma::host_ptr_2pe", 2),
     ("rma::strided_ring_4pe", 4),
     ("sync::barrier_1000_rounds_2pe", 2),
     ("sync::barrier_1000_rounds_4pe", 4),
@@ -195,6 +196,7 @@ fn gpu_tests() -> Vec<Test> {
     for n in [2usize, 4, 8] {
         t.push(test(format!("rma::ring_threads_{n}pe"), move || rma::ring(n)));
         t.push(test(format!("rma::alltoall_threads_{n}pe"), move || rma::alltoall(n)));
+        t.push(test(format!("rma::host_ptr_{n}pe"), move || rma::host_ptr(n)));
         t.push(test(format!("sync::barrier_1000_rounds_{n}pe"), move || sync::barrier(n)));
     }
     for n in [2usize, 4] {

@@ -190,3 +190,44 @@ pub fn ring_and_alltoall_process() -> gpushmem::Result<Vec<String>> {
     shmem.finalize()?;
     Ok(f)
 }
+
+/// `Shmem::ptr` (host `nvshmem_ptr`): every PE copies its pattern with a plain
+/// `cuMemcpyDtoDAsync` to the next PE's `dst` through the address `ptr`
+/// gives, then (after a barrier) checks what it received; `ptr` refuses a PE
+/// outside the job.
+pub fn host_ptr(n: usize) -> TestResult {
+    const LEN: usize = 4099;
+    let results = threads(n, 16 << 20, |shmem: &Shmem| {
+        let (me, n) = (shmem.my_pe(), shmem.n_pes());
+        let next = (me + 1) % n;
+        let src = shmem.malloc::<u8>(LEN)?;
+        let dst = shmem.calloc::<u8>(LEN)?;
+        shmem.write(&src, &random_bytes(seed(), me as u64, LEN))?;
+        shmem.barrier_all()?;
+        let to = shmem.ptr(&dst, next)?;
+        let s = shmem.stream();
+        // SAFETY: `to` is the next PE's `dst` (LEN bytes), `src` this PE's LEN bytes.
+        unsafe { gpushmem::cudarc::driver::result::memcpy_dtod_async(to, src.as_kernel_ptr(), LEN, s.cu_stream()) }
+            .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })?;
+        shmem.synchronize()?;
+        shmem.barrier_all()?;
+        let from = (me + n - 1) % n;
+        let mut failures = Vec::new();
+        if let Err(e) =
+            compare(&format!("PE {me} from PE {from}"), &shmem.read(&dst)?, &random_bytes(seed(), from as u64, LEN))
+        {
+            failures.push(e);
+        }
+        if shmem.ptr(&dst, n).is_ok() {
+            failures.push(format!("PE {me}: ptr(dst, {n}) accepted a PE outside a job of {n}"));
+        }
+        if shmem.ptr(&dst, me)? != dst.as_kernel_ptr() {
+            failures.push(format!("PE {me}: ptr(dst, my_pe) is not dst's own address"));
+        }
+        shmem.barrier_all()?;
+        Ok(failures)
+    })?;
+    fail_if_any(&results.concat())?;
+    println!("  {n} PEs: cuMemcpy to Shmem::ptr(dst, next) delivered {LEN} bytes to every PE; bad PE refused");
+    Ok(())
+}
