@@ -9,8 +9,8 @@
 # threads and under gpushmem-run), info (gpushmem-info), guide (the guide's
 # app, built outside the workspace), perf (latency/ping-pong/barrier/init rows),
 # nvshmem (NVSHMEM's ping-pong and barrier in the same call, when its build
-# script finds the package), ncu (Nsight Compute profile of the library's
-# ping-pong), sanitize (compute-sanitizer memcheck, racecheck and synccheck
+# script finds the package), ncu (Nsight Compute profiles of the one-kernel
+# ping-pong: library put_signal, hand-written release/acquire, library signal_op), sanitize (compute-sanitizer memcheck, racecheck and synccheck
 # over the quick-mode suite: scripts/sanitize.sh; not in the default set, it
 # needs most of a call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
 # `nvidia-smi topo -m`, then put/get bandwidth one way and both ways, ping-pong,
@@ -61,14 +61,17 @@ fi
 if has ncu; then
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
   if [ -n "$ncu" ]; then
-    # Mode 0 (library put_signal_nbi) and 5 (hand-written release/acquire) of
-    # the one-kernel ping-pong; the first launch of each after warm-up.
-    step ncu 240 "$ncu" --kernel-name pingpong_blocks --launch-skip 3 --launch-count 1 \
-      --section WarpStateStats --section SourceCounters --section LaunchStats \
-      --export "$logs/pingpong-mode0" --force-overwrite \
-      ./gpushmem-perf pingpong-blocks --warmup 3 --reps 1
-    "$ncu" --import "$logs/pingpong-mode0.ncu-rep" --page details --print-details all >"$logs/ncu-details.txt" 2>&1
-    "$ncu" --import "$logs/pingpong-mode0.ncu-rep" --page source --csv --print-source sass >"$logs/ncu-sass.csv" 2>&1
+    # The one-kernel ping-pong's timed launch of mode 0 (library put_signal_nbi),
+    # 5 (hand-written release/acquire) and 7 (library signal_op): with
+    # --warmup 3 --reps 1 every mode launches 4 times, its timed one last.
+    for mode in 0 5 7; do
+      step "ncu-mode$mode" 120 "$ncu" --kernel-name pingpong_blocks --launch-skip $((4 * mode + 3)) --launch-count 1 \
+        --section WarpStateStats --section SourceCounters --section LaunchStats \
+        --export "$logs/pingpong-mode$mode" --force-overwrite \
+        ./gpushmem-perf pingpong-blocks --warmup 3 --reps 1
+      "$ncu" --import "$logs/pingpong-mode$mode.ncu-rep" --page details --print-details all >"$logs/ncu-details-mode$mode.txt" 2>&1
+      "$ncu" --import "$logs/pingpong-mode$mode.ncu-rep" --page source --csv --print-source sass >"$logs/ncu-sass-mode$mode.csv" 2>&1
+    done
   else
     echo "verify ncu: ncu not found"
   fi
