@@ -4,6 +4,7 @@
 //! `cargo run --release --example ring [-- PES [BYTES]]` runs PEs as threads
 //! (default: 2 per GPU… at least 2); under `gpushmem-run -n N` each process is one PE.
 
+#[path = "common/mod.rs"]
 mod common;
 
 use gpushmem::{LaunchConfig, Shmem};

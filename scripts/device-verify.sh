@@ -10,13 +10,14 @@
 # app, built outside the workspace), perf (latency/ping-pong/barrier/init rows),
 # nvshmem (NVSHMEM's ping-pong and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profiles of the one-kernel
-# ping-pong: library put_signal, hand-written release/acquire, library signal_op), sanitize (compute-sanitizer memcheck, racecheck and synccheck
-# over the quick-mode suite: scripts/sanitize.sh; not in the default set, it
-# needs most of a call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
+# ping-pong: library put_signal, hand-written release/acquire, library signal_op),
+# sanitize-memcheck, sanitize-racecheck, sanitize-synccheck (compute-sanitizer
+# over the quick-mode suite, scripts/sanitize.sh; not in the default set: each
+# needs most of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
 # `nvidia-smi topo -m`, then put/get bandwidth one way and both ways, ping-pong,
 # barrier and collectives with the PEs spread over the GPUs; not in the default
 # set; the threads and processes parts already spread PEs over every GPU). Every part has its own time limit, so one hang cannot eat the
-# call. Logs go to $OUT/verify (or ./verify-logs); one summary line per part.
+# call. Logs go to $OUT/verify ($OUT unset: ./verify); one summary line per part.
 set -uo pipefail
 cd "$(dirname "$0")"
 export PATH="$PWD:$PATH" GPUSHMEM_RUN="$PWD/gpushmem-run"
@@ -48,7 +49,9 @@ if has examples; then
   done
 fi
 has info && step info 30 ./gpushmem-info
-has guide && [ -x ./guide-myapp ] && step guide 60 ./guide-myapp
+if has guide; then
+  if [ -x ./guide-myapp ]; then step guide 60 ./guide-myapp; else echo "verify guide: not staged (scripts/check-guide.sh failed in scripts/device.sh)"; rc=1; fi
+fi
 if has perf; then
   step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks latency barrier init \
     --csv "$logs/perf.csv" --json "$logs/perf.json"
@@ -82,9 +85,7 @@ if has multigpu; then
   step perf-multigpu 500 ./gpushmem-perf put-bw get-bw pingpong barrier collective --bidir \
     --min-size 4k --pes 2,4,8 --csv "$logs/perf-multigpu.csv" --json "$logs/perf-multigpu.json" --png "$logs/bw-multigpu.png"
 fi
-if has sanitize; then
-  for tool in memcheck racecheck synccheck; do
-    OUT=$logs step "sanitize-$tool" 280 bash ./sanitize.sh $tool
-  done
-fi
+for tool in memcheck racecheck synccheck; do
+  has "sanitize-$tool" && OUT=$logs step "sanitize-$tool" 550 bash ./sanitize.sh $tool
+done
 exit $rc

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs GPU tests under compute-sanitizer (memcheck, racecheck, synccheck) on
 # the GPU machine, from the staged folder (scripts/device.sh copies this as
-# stage/sanitize.sh):
+# stage/bin/sanitize.sh, unpacked by `bash stage/run.sh true`):
 #
-#   bash stage/sanitize.sh [TOOLS] [FILTER...]
+#   bash stage/bin/sanitize.sh [TOOLS] [FILTER...]
 #
 # TOOLS: comma-separated (default memcheck,racecheck,synccheck).
 #
@@ -45,10 +45,10 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 GPUSHMEM_RUN="$PWD/gpushmem-run"
-# Device waits of the tests: 600 s instead of 20 (tests/gpu/common.rs
-# `config`): the sanitizer instruments each PE's first launch in turn, so a PE
-# can start well after the others; a real hang still ends, just later.
-export GPUSHMEM_TIMEOUT=${GPUSHMEM_TIMEOUT:-600}
+# Device waits of the tests: 600 s instead of 20 (GPUSHMEM_TEST_TIMEOUT, see
+# tests/gpu/common.rs `config`): under the sanitizer a PE can start well after
+# the others; a real hang still ends, just later.
+export GPUSHMEM_TEST_TIMEOUT=${GPUSHMEM_TEST_TIMEOUT:-600}
 find_sanitizer() {
   command -v compute-sanitizer && return
   for d in /usr/local/cuda*/bin /usr/local/cuda*/compute-sanitizer /opt/nvidia/*/bin; do

@@ -1,4 +1,4 @@
-//! What the `allreduce`, `moe` and `halo` examples share: the parsing of
+//! What the `ring`, `allreduce`, `moe` and `halo` examples share: the parsing of
 //! their numeric arguments, the host all-gather of their results and the
 //! driver of their `main` (GPU check, PEs as threads or as processes under
 //! `gpushmem-run`, exit status).
@@ -23,7 +23,6 @@ pub fn positive(s: &str) -> Option<usize> {
 
 /// Argument `i` as a number greater than 0: `default` where it is absent,
 /// `None` where it is there but not such a number.
-#[allow(dead_code, reason = "allreduce takes a list of sizes instead")]
 pub fn arg(args: &[String], i: usize, default: usize) -> Option<usize> {
     match args.get(i) {
         Some(s) => positive(s),
@@ -95,7 +94,10 @@ pub fn run(
             Ok(vec![(me, ok)])
         })
     } else {
-        let pes = args.first().and_then(|s| s.parse().ok()).unwrap_or(gpus.max(2));
+        let Some(pes) = arg(args, 0, gpus.max(2)) else {
+            eprintln!("{name}: PES {:?} is not a number greater than 0", args[0]);
+            return ExitCode::from(2);
+        };
         let mode = format!("threads on {gpus} GPU(s)");
         Threads::new(pes).run(|s| Ok((s.my_pe(), body(s, &mode, false)?)))
     };

@@ -11,12 +11,14 @@ pub const CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_TEST_KERNE
 pub type TestResult = Result<(), libtest_mimic::Failed>;
 
 /// Settings for test jobs: a small heap, short timeouts (a hang becomes an
-/// error): device waits 20 s, or `GPUSHMEM_TIMEOUT` seconds where it is set
-/// (scripts/sanitize.sh sets 600: under compute-sanitizer the PEs' first
-/// launches are instrumented one after another, seconds each, and a PE can
-/// start more than 20 s after the others).
+/// error): device waits 20 s, or `GPUSHMEM_TEST_TIMEOUT` whole seconds (> 0)
+/// where it is set — scripts/sanitize.sh sets 600: under compute-sanitizer
+/// a PE can start far later than the others. A test-only variable, so that
+/// the library's own `GPUSHMEM_TIMEOUT` (0 = wait forever) never turns a
+/// test's hang into a silent one.
 pub fn config(heap: u64) -> Config {
-    let wait_s = std::env::var("GPUSHMEM_TIMEOUT").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let wait_s = std::env::var("GPUSHMEM_TEST_TIMEOUT").ok().and_then(|s| s.parse().ok()).filter(|&s: &u64| s > 0);
+    let wait_s = wait_s.unwrap_or(20);
     Config {
         heap_size: heap,
         bootstrap_timeout: std::time::Duration::from_secs(60),

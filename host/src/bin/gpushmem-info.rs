@@ -38,7 +38,7 @@ fn toolchain() {
 fn link_type(access: i32, native_atomics: i32) -> &'static str {
     match (access, native_atomics) {
         (1, 1) => "NVLink (peer access, native atomics)",
-        (1, _) => "PCIe (peer access, no native atomics)",
+        (1, 0) => "PCIe (peer access, no native atomics)",
         (0, _) => "no peer access: gpushmem cannot map this pair",
         _ => "unknown (the query failed)",
     }
@@ -144,5 +144,6 @@ mod tests {
         assert!(link_type(1, 0).starts_with("PCIe"));
         assert!(link_type(0, 0).starts_with("no peer access"));
         assert!(link_type(-1, -1).starts_with("unknown"));
+        assert!(link_type(1, -1).starts_with("unknown"));
     }
 }
