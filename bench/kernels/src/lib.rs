@@ -156,11 +156,11 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// style; a floor, not a valid protocol);
 /// 9 as 5, but polling with `ld.relaxed.gpu` instead of `ld.relaxed.sys`.
 ///
-/// Mode 0 sends `payload[1]`, which it writes once before the loop (as
-/// NVSHMEM's perftest sends an unchanging buffer: rewriting the source every
-/// hop would add a store and a dependent reload, about 0.3 µs, that is the
-/// caller's work, not the put's), and traps at the end unless `payload[0]`
-/// holds the peer's value.
+/// Mode 0 sends `payload[1]`, which it writes once before the loop, so that
+/// the time is the put's and not the caller's rewrite of its source (measured:
+/// the same 2.26 µs either way, see bench/RESULTS.md; bench/nvshmem/perf.cu's
+/// NVSHMEM ping-pong still rewrites and echoes its payload every hop), and
+/// traps at the end unless `payload[0]` holds the peer's value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64, base: u64, iters: u32, mode: u32) {
     if _thread_idx_x() != 0 {
