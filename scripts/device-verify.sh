@@ -16,7 +16,9 @@
 # needs most of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
 # `nvidia-smi topo -m`, then put/get bandwidth one way and both ways, ping-pong,
 # barrier and collectives with the PEs spread over the GPUs; not in the default
-# set; the threads and processes parts already spread PEs over every GPU). Every part has its own time limit, so one hang cannot eat the
+# set; the threads and processes parts already spread PEs over every GPU;
+# NVSHMEM's side is bench/nvshmem/perf_multi.cu, 2 PEs for everything and 4
+# and 8 for the barrier, as far as GPUs are present). Every part has its own time limit, so one hang cannot eat the
 # call. Logs go to $OUT/verify ($OUT unset: ./verify); one summary line per part.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -82,8 +84,17 @@ fi
 if has multigpu; then
   nvidia-smi topo -m >"$logs/topo.txt" 2>&1
   echo "verify multigpu: $(nvidia-smi -L | wc -l) GPU(s); topology in topo.txt"
-  step perf-multigpu 500 ./gpushmem-perf put-bw get-bw pingpong barrier collective --bidir \
+  step perf-multigpu 400 ./gpushmem-perf put-bw get-bw pingpong barrier collective --bidir \
     --min-size 4k --pes 2,4,8 --csv "$logs/perf-multigpu.csv" --json "$logs/perf-multigpu.json" --png "$logs/bw-multigpu.png"
+  # NVSHMEM across the GPUs, same sizes (perf_multi.cu: one process per GPU, unique-ID bootstrap).
+  [ -x /tmp/nvb/run-nvshmem-perf-multi ] || step nvshmem-build 150 bash ../../bench/nvshmem/build.sh /tmp/nvb
+  ngpu=$(nvidia-smi -L | wc -l)
+  for n in 2 4 8; do
+    [ "$n" -le "$ngpu" ] || continue
+    if [ "$n" -eq 2 ]; then what=all; else what=barrier; fi
+    [ -x /tmp/nvb/run-nvshmem-perf-multi ] && step "nvshmem-multigpu-$n" 300 /tmp/nvb/run-nvshmem-perf-multi \
+      --npes "$n" "$what" --min-size 4k --csv "$logs/nvshmem-multigpu-$n.csv"
+  done
 fi
 for tool in memcheck racecheck synccheck; do
   has "sanitize-$tool" && OUT=$logs step "sanitize-$tool" 550 bash ./sanitize.sh $tool

@@ -6,7 +6,10 @@
 #
 # Writes OUTDIR/nvshmem-perf and OUTDIR/run-nvshmem-perf (a wrapper that sets
 # LD_LIBRARY_PATH and NVSHMEM_DISABLE_NVLS=1, then runs the binary with its
-# arguments). Run the wrapper as a plain process: one PE.
+# arguments). Run the wrapper as a plain process: one PE. Also, where it
+# compiles, OUTDIR/nvshmem-perf-multi and run-nvshmem-perf-multi (perf_multi.cu:
+# N PEs on N GPUs, started by the program itself; `--npes N`); a failure to
+# build that one is reported and does not fail the script.
 #
 # Finds nvcc on $NVCC, PATH, $CUDA_HOME/$CUDA_PATH, /usr/local/cuda*/bin, or
 # inside Python packages (nvidia/*/bin/nvcc: cu13, cuda_nvcc, ...).
@@ -178,5 +181,19 @@ exec "$OUT/nvshmem-perf" "\$@"
 EOF
 chmod +x "$OUT/run-nvshmem-perf"
 say "built $OUT/nvshmem-perf"
+
+# The multi-GPU program (not yet run anywhere: written while one GPU was lent).
+MCMD=("${CMD[@]}")
+MCMD[$((${#MCMD[@]} - 1))]="$OUT/nvshmem-perf-multi"
+for i in "${!MCMD[@]}"; do [ "${MCMD[$i]}" = "$HERE/perf.cu" ] && MCMD[$i]="$HERE/perf_multi.cu"; done
+say "${MCMD[*]}"
+if "${MCMD[@]}"; then
+    sed -e "s|$OUT/nvshmem-perf\"|$OUT/nvshmem-perf-multi\"|" -e 's|as one plain process (one PE)|(it starts its own PE processes: --npes N)|' \
+        "$OUT/run-nvshmem-perf" >"$OUT/run-nvshmem-perf-multi"
+    chmod +x "$OUT/run-nvshmem-perf-multi"
+    say "built $OUT/nvshmem-perf-multi"
+else
+    say "warning: perf_multi.cu did not build; nvshmem-perf (one PE) is unaffected"
+fi
 say "run:   $OUT/run-nvshmem-perf [all|put-bw|get-bw|pingpong|barrier|init] [--csv FILE] ..."
 say "       (or: LD_LIBRARY_PATH=$HOSTLIBDIR NVSHMEM_DISABLE_NVLS=1 $OUT/nvshmem-perf ...)"

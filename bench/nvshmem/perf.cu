@@ -237,10 +237,15 @@ struct Row {
     std::string unit;
 };
 
-// Median in ms of `reps` runs of `f` (after `warmup`), each timed with events around it on `s`.
-template <typename F>
-static double median_ms(cudaStream_t s, int warmup, int reps, F f) {
-    for (int i = 0; i < warmup; i++) f();
+// Median in ms of `reps` runs of `f` (after `warmup`), each timed with events
+// around it on `s`; `pre` runs before each run, outside the timed span (e.g. a
+// host barrier that lines the PEs up in nvshmem-perf-multi).
+template <typename P, typename F>
+static double median_ms_pre(cudaStream_t s, int warmup, int reps, P pre, F f) {
+    for (int i = 0; i < warmup; i++) {
+        pre();
+        f();
+    }
     CUDA_CHECK(cudaStreamSynchronize(s));
     cudaEvent_t a, b;
     CUDA_CHECK(cudaEventCreate(&a));
@@ -248,6 +253,7 @@ static double median_ms(cudaStream_t s, int warmup, int reps, F f) {
     std::vector<float> t;
     t.reserve(reps);
     for (int i = 0; i < reps; i++) {
+        pre();
         CUDA_CHECK(cudaEventRecord(a, s));
         f();
         CUDA_CHECK(cudaEventRecord(b, s));
@@ -260,6 +266,12 @@ static double median_ms(cudaStream_t s, int warmup, int reps, F f) {
     CUDA_CHECK(cudaEventDestroy(b));
     std::sort(t.begin(), t.end());
     return (double)t[t.size() / 2];
+}
+
+// median_ms_pre with nothing before each run.
+template <typename F>
+static double median_ms(cudaStream_t s, int warmup, int reps, F f) {
+    return median_ms_pre(s, warmup, reps, [] {}, f);
 }
 
 // ---------------------------------------------------------------- kernels
@@ -464,6 +476,7 @@ static std::string fmt(double v) {
     return b;
 }
 
+#ifndef NVSHMEM_PERF_NO_MAIN  // perf_multi.cu includes this file for its kernels and helpers
 int main(int argc, char **argv) {
     Opts o = parse(argc, argv);
     signal(SIGALRM, on_alarm);
@@ -596,3 +609,4 @@ int main(int argc, char **argv) {
     nvshmem_finalize();
     return 0;
 }
+#endif  // NVSHMEM_PERF_NO_MAIN
