@@ -476,6 +476,39 @@ static std::string fmt(double v) {
     return b;
 }
 
+// The results table on stdout.
+static void print_rows(const std::vector<Row> &rows) {
+    printf("%-26s %12s %14s %14s %7s  unit\n", "test", "size", "nvshmem", "cudaMemcpy", "ratio");
+    for (const Row &r : rows) {
+        char b[32] = "-", q[32] = "-";
+        if (r.has_base) {
+            snprintf(b, sizeof b, "%.2f", r.base);
+            snprintf(q, sizeof q, "%.3f", r.value / r.base);
+        }
+        printf("%-26s %12llu %14.3f %14s %7s  %s\n", r.test.c_str(), (unsigned long long)r.size, r.value, b, q,
+               r.unit.c_str());
+    }
+}
+
+// The CSV file (header `test,size,nvshmem,baseline,unit`); false (after a message) on a write error.
+static bool write_csv(const std::string &path, const std::vector<Row> &rows) {
+    FILE *f = fopen(path.c_str(), "w");
+    if (!f) {
+        fprintf(stderr, "nvshmem-perf: writing %s: %s\n", path.c_str(), strerror(errno));
+        return false;
+    }
+    fprintf(f, "test,size,nvshmem,baseline,unit\n");
+    for (const Row &r : rows)
+        fprintf(f, "%s,%llu,%s,%s,%s\n", r.test.c_str(), (unsigned long long)r.size, fmt(r.value).c_str(),
+                r.has_base ? fmt(r.base).c_str() : "", r.unit.c_str());
+    if (fclose(f) != 0) {
+        fprintf(stderr, "nvshmem-perf: writing %s: %s\n", path.c_str(), strerror(errno));
+        return false;
+    }
+    printf("wrote %s\n", path.c_str());
+    return true;
+}
+
 #ifndef NVSHMEM_PERF_NO_MAIN  // perf_multi.cu includes this file for its kernels and helpers
 int main(int argc, char **argv) {
     Opts o = parse(argc, argv);
@@ -576,34 +609,10 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaDeviceSynchronize());
     alarm(0);
 
-    printf("%-22s %12s %14s %14s %7s  unit\n", "test", "size", "nvshmem", "cudaMemcpy", "ratio");
-    for (const Row &r : rows) {
-        char b[32] = "-", q[32] = "-";
-        if (r.has_base) {
-            snprintf(b, sizeof b, "%.2f", r.base);
-            snprintf(q, sizeof q, "%.3f", r.value / r.base);
-        }
-        printf("%-22s %12llu %14.3f %14s %7s  %s\n", r.test.c_str(), (unsigned long long)r.size, r.value, b,
-               q, r.unit.c_str());
-    }
+    print_rows(rows);
     printf("(barrier_all_block is on 1 PE: NVSHMEM here runs one PE; gpushmem's rows are for 2-8 PEs)\n");
 
-    if (!o.csv.empty()) {
-        FILE *f = fopen(o.csv.c_str(), "w");
-        if (!f) {
-            fprintf(stderr, "nvshmem-perf: writing %s: %s\n", o.csv.c_str(), strerror(errno));
-            return 1;
-        }
-        fprintf(f, "test,size,nvshmem,baseline,unit\n");
-        for (const Row &r : rows)
-            fprintf(f, "%s,%llu,%s,%s,%s\n", r.test.c_str(), (unsigned long long)r.size, fmt(r.value).c_str(),
-                    r.has_base ? fmt(r.base).c_str() : "", r.unit.c_str());
-        if (fclose(f) != 0) {
-            fprintf(stderr, "nvshmem-perf: writing %s: %s\n", o.csv.c_str(), strerror(errno));
-            return 1;
-        }
-        printf("wrote %s\n", o.csv.c_str());
-    }
+    if (!o.csv.empty() && !write_csv(o.csv, rows)) return 1;
 
     CUDA_CHECK(cudaStreamDestroy(s));
     nvshmem_finalize();

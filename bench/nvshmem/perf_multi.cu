@@ -241,26 +241,8 @@ static int run_pe(const Opts &o, int me, int npes, const nvshmemx_uniqueid_t &id
     CUDA_CHECK(cudaDeviceSynchronize());
     alarm(0);
     if (me == 0) {
-        printf("%-26s %12s %14s %14s %7s  unit\n", "test", "size", "nvshmem", "cudaMemcpy", "ratio");
-        for (const Row &r : rows) {
-            char b[32] = "-", q[32] = "-";
-            if (r.has_base) {
-                snprintf(b, sizeof b, "%.2f", r.base);
-                snprintf(q, sizeof q, "%.3f", r.value / r.base);
-            }
-            printf("%-26s %12llu %14.3f %14s %7s  %s\n", r.test.c_str(), (unsigned long long)r.size, r.value, b, q,
-                   r.unit.c_str());
-        }
-        if (!o.csv.empty()) {
-            FILE *f = fopen(o.csv.c_str(), "w");
-            if (!f) fail("cannot write the CSV file");
-            fprintf(f, "test,size,nvshmem,baseline,unit\n");
-            for (const Row &r : rows)
-                fprintf(f, "%s,%llu,%s,%s,%s\n", r.test.c_str(), (unsigned long long)r.size, fmt(r.value).c_str(),
-                        r.has_base ? fmt(r.base).c_str() : "", r.unit.c_str());
-            fclose(f);
-            printf("wrote %s\n", o.csv.c_str());
-        }
+        print_rows(rows);
+        if (!o.csv.empty() && !write_csv(o.csv, rows)) return 1;
     }
     nvshmem_free(slots);
     CUDA_CHECK(cudaStreamDestroy(s));
