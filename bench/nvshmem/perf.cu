@@ -476,6 +476,16 @@ static std::string fmt(double v) {
     return b;
 }
 
+// The bandwidth tests' symmetric buffers of --max-size bytes: src filled with 0x5a, dst zeroed.
+static void bw_buffers(const Opts &o, char **src, char **dst) {
+    *src = (char *)nvshmem_malloc(o.max_size);
+    *dst = (char *)nvshmem_malloc(o.max_size);
+    if (!*src || !*dst) fail("nvshmem_malloc of the bandwidth buffers returned NULL");
+    CUDA_CHECK(cudaMemset(*src, 0x5a, o.max_size));
+    CUDA_CHECK(cudaMemset(*dst, 0, o.max_size));
+    CUDA_CHECK(cudaDeviceSynchronize());
+}
+
 // The results table on stdout.
 static void print_rows(const std::vector<Row> &rows) {
     printf("%-26s %12s %14s %14s %7s  unit\n", "test", "size", "nvshmem", "cudaMemcpy", "ratio");
@@ -592,12 +602,8 @@ int main(int argc, char **argv) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
     if (want_bw) {
-        char *src = (char *)nvshmem_malloc(o.max_size);
-        char *dst = (char *)nvshmem_malloc(o.max_size);
-        if (!src || !dst) fail("nvshmem_malloc of the bandwidth buffers returned NULL");
-        CUDA_CHECK(cudaMemset(src, 0x5a, o.max_size));
-        CUDA_CHECK(cudaMemset(dst, 0, o.max_size));
-        CUDA_CHECK(cudaDeviceSynchronize());
+        char *src, *dst;
+        bw_buffers(o, &src, &dst);
         if (all || o.what == "put-bw") bandwidth(o, false, pe, s, src, dst, rows);
         if (all || o.what == "get-bw") bandwidth(o, true, pe, s, src, dst, rows);
         CUDA_CHECK(cudaDeviceSynchronize());

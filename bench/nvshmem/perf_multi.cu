@@ -222,12 +222,8 @@ static int run_pe(const Opts &o, int me, int npes, const nvshmemx_uniqueid_t &id
     if (!slots) fail("nvshmem_malloc of the timing slots returned NULL");
     const bool all = o.what == "all";
     if (all || o.what == "put-bw" || o.what == "get-bw") {
-        char *src = (char *)nvshmem_malloc(o.max_size);
-        char *dst = (char *)nvshmem_malloc(o.max_size);
-        if (!src || !dst) fail("nvshmem_malloc of the bandwidth buffers returned NULL");
-        CUDA_CHECK(cudaMemset(src, 0x5a, o.max_size));
-        CUDA_CHECK(cudaMemset(dst, 0, o.max_size));
-        CUDA_CHECK(cudaDeviceSynchronize());
+        char *src, *dst;
+        bw_buffers(o, &src, &dst);
         if (all || o.what == "put-bw") bandwidth_pes(o, false, me, npes, s, src, dst, slots, rows);
         if (all || o.what == "get-bw") bandwidth_pes(o, true, me, npes, s, src, dst, slots, rows);
         nvshmem_free(dst);
