@@ -65,29 +65,6 @@ pub fn fence_acq_rel_sys() {
     unsafe { asm!("fence.acq_rel.sys;") };
 }
 
-/// `ld.relaxed.sys.global.u64` (PTX ISA 9.7.8.8 ld; 8.4 memory consistency): a
-/// strong load that never hits a stale L1 line, for polling.
-///
-/// # Safety
-/// `p` is a valid, 8-byte-aligned global address.
-#[inline(always)]
-pub unsafe fn ld_relaxed_sys_u64(p: *const u64) -> u64 {
-    let v: u64;
-    asm!("ld.relaxed.sys.global.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
-    v
-}
-
-/// `ld.acquire.sys.global.u64` (PTX ISA 9.7.8.8).
-///
-/// # Safety
-/// `p` is a valid, 8-byte-aligned global address.
-#[inline(always)]
-pub unsafe fn ld_acquire_sys_u64(p: *const u64) -> u64 {
-    let v: u64;
-    asm!("ld.acquire.sys.global.u64 {v}, [{p}];", v = out(reg64) v, p = in(reg64) p);
-    v
-}
-
 /// `st.relaxed.sys.global.u64` (PTX ISA 9.7.8.10 st).
 ///
 /// # Safety

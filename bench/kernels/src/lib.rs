@@ -215,7 +215,12 @@ unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mod
     let rpay = shmem::ptr(e.dest, e.pe);
     let rsig = shmem::ptr(e.peer_sig, e.pe);
     let sig = e.my_sig;
-    let wait = |v: u64| {
+    // Each hop waits, then (on the other side) sends: modes 0 and 7 through the library.
+    let wait = move |v: u64| {
+        if mode == 0 || mode == 7 {
+            shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
+            return;
+        }
         loop {
             let x: u64;
             match mode {
@@ -241,7 +246,15 @@ unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mod
             _ => {}
         }
     };
-    let send = |v: u64| {
+    let send = move |v: u64| {
+        if mode == 0 {
+            shmem::put_signal_nbi(e.dest, e.src, 1, e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            return;
+        }
+        if mode == 7 {
+            shmem::signal_op(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            return;
+        }
         if mode == 8 {
             asm!("st.volatile.global.u64 [{p}], {v};", p = in(reg64) rpay, v = in(reg64) v);
             asm!("st.volatile.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v);
@@ -264,25 +277,11 @@ unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mod
     for i in 1..=iters as u64 {
         let v = base + i;
         if !first {
-            match mode {
-                0 | 7 => {
-                    shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
-                }
-                _ => wait(v),
-            }
+            wait(v);
         }
-        match mode {
-            0 => shmem::put_signal_nbi(e.dest, e.src, 1, e.peer_sig, v, shmem::SignalOp::Set, e.pe),
-            7 => shmem::signal_op(e.peer_sig, v, shmem::SignalOp::Set, e.pe),
-            _ => send(v),
-        }
+        send(v);
         if first {
-            match mode {
-                0 | 7 => {
-                    shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
-                }
-                _ => wait(v),
-            }
+            wait(v);
         }
     }
     // Both sides have received the other's last message (the second side
