@@ -18,8 +18,8 @@
 # barrier and collectives with the PEs spread over the GPUs; not in the default
 # set; the threads and processes parts already spread PEs over every GPU;
 # NVSHMEM's side is bench/nvshmem/perf_multi.cu, 2 PEs for everything and 4
-# and 8 for the barrier, as far as GPUs are present). Every part has its own time limit, so one hang cannot eat the
-# call. Logs go to $OUT/verify ($OUT unset: ./verify); one summary line per part.
+# and 8 for the barrier, as far as GPUs are present). Every part has its own
+# time limit, so one hang cannot eat the call. Logs go to $OUT/verify ($OUT unset: ./verify); one summary line per part.
 set -uo pipefail
 cd "$(dirname "$0")"
 export PATH="$PWD:$PATH" GPUSHMEM_RUN="$PWD/gpushmem-run"
@@ -83,12 +83,12 @@ if has ncu; then
 fi
 if has multigpu; then
   nvidia-smi topo -m >"$logs/topo.txt" 2>&1
-  echo "verify multigpu: $(nvidia-smi -L | wc -l) GPU(s); topology in topo.txt"
+  ngpu=$(nvidia-smi -L | wc -l)
+  echo "verify multigpu: $ngpu GPU(s); topology in topo.txt"
   step perf-multigpu 400 ./gpushmem-perf put-bw get-bw pingpong barrier collective --bidir \
     --min-size 4k --pes 2,4,8 --csv "$logs/perf-multigpu.csv" --json "$logs/perf-multigpu.json" --png "$logs/bw-multigpu.png"
   # NVSHMEM across the GPUs, same sizes (perf_multi.cu: one process per GPU, unique-ID bootstrap).
   [ -x /tmp/nvb/run-nvshmem-perf-multi ] || step nvshmem-build 150 bash ../../bench/nvshmem/build.sh /tmp/nvb
-  ngpu=$(nvidia-smi -L | wc -l)
   for n in 2 4 8; do
     [ "$n" -le "$ngpu" ] || continue
     if [ "$n" -eq 2 ]; then what=all; else what=barrier; fi

@@ -248,17 +248,6 @@ static int run_pe(const Opts &o, int me, int npes, const nvshmemx_uniqueid_t &id
 
 // ---------------------------------------------------------------- launcher
 
-static bool write_all(int fd, const void *p, size_t n) {
-    const char *c = (const char *)p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w <= 0) return false;
-        c += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 static bool read_all(int fd, void *p, size_t n) {
     char *c = (char *)p;
     while (n > 0) {
@@ -306,7 +295,8 @@ int main(int argc, char **argv) {
         close(from_pe0[0]);
         nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
         NVSHMEM_CHECK(nvshmemx_get_uniqueid(&id));
-        if (!write_all(from_pe0[1], &id, sizeof id)) fail("PE 0: writing the unique ID");
+        // One write of 128 bytes (< PIPE_BUF) to a pipe is atomic: all of it or an error.
+        if (write(from_pe0[1], &id, sizeof id) != (ssize_t)sizeof id) fail("PE 0: writing the unique ID");
         close(from_pe0[1]);
         _exit(run_pe(o, 0, npes, id));
     }
