@@ -40,6 +40,12 @@
 //!   shape). One kernel: the form to profile with Nsight Compute
 //!   (`ncu -k pingpong_blocks gpushmem-perf pingpong-blocks`), which serializes
 //!   kernels and so cannot run the two-PE ping-pong.
+//! - `pingpong-placement` → `placement_<mode>_{min,median,max}` [8]: the
+//!   `pingpong-blocks` modes relaxed floor, volatile floor, hand-written
+//!   release/acquire, library `signal_op` and library `put_signal_nbi` with the
+//!   payload and signal words at `--placements` (16) positions 4352 B apart
+//!   (a new page and L2 line each): how much of a ping-pong figure is where its
+//!   words sit (their L2 slice) rather than its instructions.
 //! - `barrier` → `barrier_all_block`, `sync_all_block` [PEs]: 10^4 barriers per
 //!   launch by one 32-thread block per PE, for each PE count of `--pes` (2,4,8); µs each.
 //! - `atomic` → `atomic_fetch_add_latency` [8]: 10^4 dependent u64
@@ -106,6 +112,7 @@ fn run_one(name: &str, o: &opts::Opts) -> BenchResult<Vec<Row>> {
         "pingpong" => latency::pingpong(o),
         "scopes" => latency::scopes(o, false),
         "pingpong-blocks" => latency::scopes(o, true),
+        "pingpong-placement" => latency::placement(o),
         "barrier" => latency::barrier(o),
         "atomic" => atomic::run(o),
         "collective" => collective::run(o),

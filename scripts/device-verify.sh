@@ -7,8 +7,9 @@
 # PARTS (default all, comma-separated): threads (GPU test suite, PEs as
 # threads), processes (the process-mode variants), examples (each example as
 # threads and under gpushmem-run), info (gpushmem-info), guide (the guide's
-# app, built outside the workspace), perf (latency/ping-pong/barrier/init rows),
-# nvshmem (NVSHMEM's ping-pong and barrier in the same call, when its build
+# app, built outside the workspace), perf (latency/ping-pong/barrier/init rows,
+# the ping-pong at 16 placements of its words),
+# nvshmem (NVSHMEM's ping-pong, its placement sweep and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profiles of the one-kernel
 # ping-pong: library put_signal, hand-written release/acquire, library signal_op),
 # sanitize-memcheck, sanitize-racecheck, sanitize-synccheck (compute-sanitizer
@@ -55,13 +56,14 @@ if has guide; then
   if [ -x ./guide-myapp ]; then step guide 60 ./guide-myapp; else echo "verify guide: not staged (scripts/check-guide.sh failed in scripts/device.sh)"; rc=1; fi
 fi
 if has perf; then
-  step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks latency barrier init \
+  step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks pingpong-placement latency barrier init \
     --csv "$logs/perf.csv" --json "$logs/perf.json"
 fi
 if has nvshmem && [ -f ../../bench/nvshmem/build.sh ]; then
   step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb
   [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem 120 /tmp/nvb/run-nvshmem-perf pingpong --csv "$logs/nvshmem.csv"
   [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-barrier 60 /tmp/nvb/run-nvshmem-perf barrier --csv "$logs/nvshmem-barrier.csv"
+  [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-placement 120 /tmp/nvb/run-nvshmem-perf pingpong-placement --csv "$logs/nvshmem-placement.csv"
 fi
 if has ncu; then
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)

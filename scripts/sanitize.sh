@@ -7,17 +7,27 @@
 #
 # TOOLS: comma-separated (default memcheck,racecheck,synccheck).
 #
-# Without FILTER: per tool, ONE run of the whole threads-mode suite in quick
-# mode (GPUSHMEM_TEST_QUICK=1: counts / 100, sizes up to 128 KiB; see
-# tests/gpu/main.rs), i.e.
+# Without FILTER: per tool, two runs in quick mode (GPUSHMEM_TEST_QUICK=1:
+# counts / 100, sizes up to 128 KiB; see tests/gpu/main.rs):
 #
-#   GPUSHMEM_TEST_QUICK=1 compute-sanitizer --tool T --error-exitcode 99 --print-limit 50 \
-#     ./gpu --test-threads 1 --skip processes --skip errors:: --skip faults:: --skip lifecycle::
+#   single   the tests that are not one multi-PE job (no `_<N>pe` in the name:
+#            smoke, atomics, fence, missing-barrier detection, the 1-PE wait
+#            table), with their PEs as threads;
+#   jobs     every multi-PE test with ONE PROCESS PER PE through gpushmem-run
+#            (GPUSHMEM_TEST_ALL_AS_PROCESSES=1: the suite becomes an
+#            `::as_<N>_processes` variant of every `…_<N>pe` test and of the
+#            process variants the normal suite has). compute-sanitizer follows
+#            the child processes (its default).
 #
-# skipping what is no fit for a sanitizer run:
-#   processes    PEs as processes through gpushmem-run (rma::ring_alltoall_processes_*,
-#                every *::as_N_processes variant): several processes time-slicing one
-#                GPU, each under the sanitizer, is slow and adds no kernel coverage.
+# Why processes: with PEs as threads all PEs share one CUDA context, and under
+# the sanitizer a PE's CUDA call now and then waits for the context's running
+# kernels, which spin waiting for that very PE: the threads-mode quick suite
+# stalled under memcheck (team::alternating_10k_8pe) and synccheck
+# (stream::collectives_4pe) on 2026-12-03, at different places, with no error
+# reported; no normal run stalls there. One process per PE gives each PE its own
+# context and sanitizer instance. The kernels and the tests' checks are the same.
+#
+# Skipped in both: errors::, faults::, lifecycle:: (below).
 #   errors::     traps on purpose in child processes (device_*_traps, device_wait_times_out,
 #                signal_wait_times_out, team_*_traps, reduce_*_traps), spawns a PE that
 #                never starts (bootstrap_missing_pe) or kills one (killed_pe_is_reported);
@@ -27,19 +37,17 @@
 #                GPU that does not exist (failing CUDA calls on purpose).
 #   lifecycle::  measures the device's free memory, which the sanitizer's own
 #                allocations move.
-# collective::quick_debug_checks_8pe does run: its child process (the quick
-# collective matrix with debug checks on, no trap expected) is checked too
-# (compute-sanitizer follows child processes by default), its reports land in
-# the same log.
-# One tool over the quick suite takes more than 5 minutes (memcheck had not
-# finished after 300 s on the H200, 2026-12-03): give each tool its own device
-# call (TOOLS=memcheck, then racecheck, then synccheck).
+# One tool over both runs needs most of a 10-minute device call: give each tool
+# its own call (TOOLS=memcheck, then racecheck, then synccheck). racecheck checks
+# shared memory only, which no gpushmem kernel uses (tests/ptx checks that).
 #
 # With FILTER(s): one run per tool and filter (the harness takes one name
-# filter per run), at full size unless GPUSHMEM_TEST_QUICK=1 is set by the
-# caller; process-mode variants are skipped.
+# filter per run), PEs as threads, at full size unless GPUSHMEM_TEST_QUICK=1
+# is set by the caller; process-mode variants are skipped. With `--processes`
+# as the first FILTER the filters select among the process variants instead
+# (every multi-PE test as processes, as in `jobs`).
 #
-# Logs: $OUT (or .)/sanitize-<tool>-<filter or "quick-suite">.log. Prints one
+# Logs: $OUT (or .)/sanitize-<tool>-<run or filter>.log. Prints one
 # summary line per tool and run; exits non-zero if any tool reports an error
 # or a test fails.
 set -uo pipefail
@@ -66,21 +74,25 @@ san=$(find_sanitizer) || { echo "sanitize: compute-sanitizer not found (PATH, /u
 echo "sanitize: using $san ($("$san" --version 2>/dev/null | tail -1))"
 tools=${1:-memcheck,racecheck,synccheck}
 [ $# -gt 0 ] && shift
+processes=0
+if [ "${1:-}" = --processes ]; then
+  processes=1
+  shift
+fi
 filters=("$@")
-# Default: the whole threads-mode suite, quick, minus the tests listed above.
-suite_skips=(--skip processes --skip errors:: --skip faults:: --skip lifecycle::)
+own_skips=(--skip errors:: --skip faults:: --skip lifecycle::)
 rc=0
 # run TOOL NAME ARGS...: one sanitizer run of ./gpu with ARGS; NAME labels its log and summary line.
 run() {
   local tool=$1 name=$2
   shift 2
-  local log="${OUT:-.}/sanitize-$tool-${name//:/_}.log"
+  local log="${OUT:-.}/sanitize-$tool-${name//:/_}.log" t0=$SECONDS
   "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
     ./gpu --test-threads 1 "$@" >"$log" 2>&1
   local r=$?
   local summary
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')
-  echo "sanitize $tool $name: exit $r: $summary"
+  echo "sanitize $tool $name: exit $r in $((SECONDS - t0)) s: $summary"
   if [ $r -ne 0 ]; then
     rc=1
     grep -E "^=========" "$log" | head -20
@@ -89,7 +101,12 @@ run() {
 }
 for tool in ${tools//,/ }; do
   if [ ${#filters[@]} -eq 0 ]; then
-    GPUSHMEM_TEST_QUICK=1 run "$tool" quick-suite "${suite_skips[@]}"
+    GPUSHMEM_TEST_QUICK=1 run "$tool" single --skip _2pe --skip _4pe --skip _8pe --skip processes "${own_skips[@]}"
+    GPUSHMEM_TEST_QUICK=1 GPUSHMEM_TEST_ALL_AS_PROCESSES=1 run "$tool" jobs
+  elif [ $processes -eq 1 ]; then
+    for f in "${filters[@]}"; do
+      GPUSHMEM_TEST_ALL_AS_PROCESSES=1 run "$tool" "processes-$f" "$f"
+    done
   else
     for f in "${filters[@]}"; do
       run "$tool" "$f" --skip processes "$f"

@@ -5,7 +5,7 @@
 // Every figure is the median of --reps timed runs after --warmup runs, timed
 // with CUDA events on one stream, in the manner of bench/perf.rs.
 //
-//   nvshmem-perf [all|put-bw|get-bw|pingpong|barrier|init]
+//   nvshmem-perf [all|put-bw|get-bw|pingpong|pingpong-placement|barrier|init]
 //                [--max-size BYTES] [--reps N] [--warmup N] [--csv FILE] [--timeout S]
 //
 // - init (always measured, at start): wall time of nvshmem_init (after
@@ -19,6 +19,8 @@
 //   trips on two symmetric u64 signal words (one per direction):
 //   nvshmemx_signal_op(SET) / nvshmem_signal_wait_until(GE), and the same with
 //   nvshmem_putmem_signal_nbi (8-byte payload + signal SET). us per round trip.
+// - pingpong-placement (not in all): both ping-pongs with their words at 16
+//   positions 4352 B apart; min/median/max (gpushmem-perf pingpong-placement).
 // - barrier: nvshmemx_barrier_all_block x 10^4 in a one-block kernel (1 PE).
 //
 // CSV (--csv FILE): header `test,size,nvshmem,baseline,unit`, rows as gpushmem-perf
@@ -136,7 +138,7 @@ static bool parse_size(const char *s, uint64_t *out) {
 
 static void usage() {
     fprintf(stderr,
-            "usage: nvshmem-perf [all|put-bw|get-bw|pingpong|barrier|init] [--max-size BYTES] "
+            "usage: nvshmem-perf [all|put-bw|get-bw|pingpong|pingpong-placement|barrier|init] [--max-size BYTES] "
             "[--reps N] [--warmup N] [--csv FILE] [--timeout SECONDS]\n");
 }
 
@@ -214,7 +216,7 @@ static Opts parse(int argc, char **argv) {
             exit(2);
         }
     }
-    const char *known[] = {"all", "put-bw", "get-bw", "pingpong", "barrier", "init"};
+    const char *known[] = {"all", "put-bw", "get-bw", "pingpong", "pingpong-placement", "barrier", "init"};
     bool ok = false;
     for (const char *k : known) ok = ok || o.what == k;
     if (!ok) {
@@ -399,56 +401,73 @@ static void bandwidth(const Opts &o, bool get, int pe, cudaStream_t s, char *src
     }
 }
 
-static void pingpong(const Opts &o, int pe, cudaStream_t s, std::vector<Row> &rows) {
-    uint64_t *sig = (uint64_t *)nvshmem_malloc(4 * sizeof(uint64_t));
-    uint64_t *data = (uint64_t *)nvshmem_malloc(4 * sizeof(uint64_t));
-    if (!sig || !data) fail("pingpong: nvshmem_malloc of the signal words returned NULL");
-    CUDA_CHECK(cudaMemset(sig, 0, 4 * sizeof(uint64_t)));
-    CUDA_CHECK(cudaMemset(data, 0, 4 * sizeof(uint64_t)));
-    CUDA_CHECK(cudaDeviceSynchronize());
-    nvshmem_barrier_all();
+// Bytes between the placements of `pingpong-placement` (as gpushmem-perf's:
+// one 4 KiB page plus two 128-byte L2 lines).
+static const size_t kPlacementStride = 4096 + 256;
+static const int kPlacements = 16;
 
+// One ping-pong figure, us per round trip: signal_op (put_signal = false) or
+// putmem_signal_nbi, its signal words at sig[0..2] and (put_signal) its
+// payload words at data[0..4]. Checks the final signal/payload words.
+static double pingpong_us(const Opts &o, int pe, cudaStream_t s, uint64_t *sig, uint64_t *data,
+                          bool put_signal) {
     int iters = kIters;
     uint64_t base = 0;  // grows by iters each launch: the signal words are never reset
-
-    phase("signal_pingpong");
-    uint64_t *sig_a = sig;  // words 0, 1
+    CUDA_CHECK(cudaMemset(sig, 0, 2 * sizeof(uint64_t)));
+    CUDA_CHECK(cudaMemset(data, 0, 4 * sizeof(uint64_t)));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const char *name = put_signal ? "put_signal_pingpong" : "signal_pingpong";
     double ms = median_ms(s, o.warmup, o.reps, [&] {
         uint64_t b = base;
         base += (uint64_t)iters;
-        void *args[] = {&sig_a, &b, &iters, &pe};
-        launch_collective((const void *)pingpong_signal, dim3(2), dim3(32), args, s, "pingpong_signal");
+        if (put_signal) {
+            void *args[] = {&data, &sig, &b, &iters, &pe};
+            launch_collective((const void *)pingpong_put_signal, dim3(2), dim3(32), args, s, name);
+        } else {
+            void *args[] = {&sig, &b, &iters, &pe};
+            launch_collective((const void *)pingpong_signal, dim3(2), dim3(32), args, s, name);
+        }
     });
     CUDA_CHECK(cudaDeviceSynchronize());
     uint64_t got[2];
-    CUDA_CHECK(cudaMemcpy(got, sig_a, sizeof got, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(got, put_signal ? data : sig, sizeof got, cudaMemcpyDeviceToHost));
     if (got[0] != base || got[1] != base) {
-        fprintf(stderr, "nvshmem-perf: signal_pingpong: signal words %llu/%llu, expected %llu\n",
-                (unsigned long long)got[0], (unsigned long long)got[1], (unsigned long long)base);
+        fprintf(stderr, "nvshmem-perf: %s: %s words %llu/%llu, expected %llu\n", name,
+                put_signal ? "payload" : "signal", (unsigned long long)got[0], (unsigned long long)got[1],
+                (unsigned long long)base);
         exit(1);
     }
-    rows.push_back({"signal_pingpong", 8, ms * 1e3 / iters, false, 0.0, "us/round trip"});
+    return ms * 1e3 / iters;
+}
 
-    phase("put_signal_pingpong");
-    uint64_t *sig_b = sig + 2;  // words 2, 3
-    base = 0;
-    ms = median_ms(s, o.warmup, o.reps, [&] {
-        uint64_t b = base;
-        base += (uint64_t)iters;
-        void *args[] = {&data, &sig_b, &b, &iters, &pe};
-        launch_collective((const void *)pingpong_put_signal, dim3(2), dim3(32), args, s,
-                          "pingpong_put_signal");
-    });
-    CUDA_CHECK(cudaDeviceSynchronize());
-    uint64_t d[4];
-    CUDA_CHECK(cudaMemcpy(d, data, sizeof d, cudaMemcpyDeviceToHost));
-    if (d[0] != base || d[1] != base) {
-        fprintf(stderr, "nvshmem-perf: put_signal_pingpong: payloads %llu/%llu, expected %llu\n",
-                (unsigned long long)d[0], (unsigned long long)d[1], (unsigned long long)base);
-        exit(1);
+// pingpong: both ping-pongs at the heap's first words. pingpong-placement: at
+// kPlacements positions kPlacementStride apart; rows placement_<kind>_{min,median,max}.
+static void pingpong(const Opts &o, int pe, cudaStream_t s, bool placements, std::vector<Row> &rows) {
+    int places = placements ? kPlacements : 1;
+    size_t bytes = (size_t)places * kPlacementStride;
+    char *sig = (char *)nvshmem_malloc(bytes);
+    char *data = (char *)nvshmem_malloc(bytes);
+    if (!sig || !data) fail("pingpong: nvshmem_malloc of the signal words returned NULL");
+    nvshmem_barrier_all();
+    for (int put_signal = 0; put_signal < 2; put_signal++) {
+        const char *kind = put_signal ? "put_signal" : "signal";
+        phase(put_signal ? "put_signal_pingpong" : "signal_pingpong");
+        std::vector<double> us;
+        for (int k = 0; k < places; k++) {
+            size_t at = (size_t)k * kPlacementStride;
+            us.push_back(pingpong_us(o, pe, s, (uint64_t *)(sig + at), (uint64_t *)(data + at), put_signal));
+        }
+        if (!placements) {
+            rows.push_back({std::string(kind) + "_pingpong", 8, us[0], false, 0.0, "us/round trip"});
+            continue;
+        }
+        std::sort(us.begin(), us.end());
+        double stats[3] = {us.front(), us[us.size() / 2], us.back()};
+        const char *names[3] = {"min", "median", "max"};
+        for (int i = 0; i < 3; i++)
+            rows.push_back({std::string("placement_") + kind + "_" + names[i], 8, stats[i], false, 0.0,
+                            "us/round trip"});
     }
-    rows.push_back({"put_signal_pingpong", 8, ms * 1e3 / iters, false, 0.0, "us/round trip"});
-
     nvshmem_barrier_all();
     nvshmem_free(data);
     nvshmem_free(sig);
@@ -610,7 +629,8 @@ int main(int argc, char **argv) {
         nvshmem_free(dst);
         nvshmem_free(src);
     }
-    if (all || o.what == "pingpong") pingpong(o, pe, s, rows);
+    if (all || o.what == "pingpong") pingpong(o, pe, s, false, rows);
+    if (o.what == "pingpong-placement") pingpong(o, pe, s, true, rows);
     if (all || o.what == "barrier") barrier(o, npes, s, rows);
     CUDA_CHECK(cudaDeviceSynchronize());
     alarm(0);

@@ -70,29 +70,43 @@ enum Sides {
     TwoBlocks,
 }
 
-/// µs per round trip of each of `modes` of the ping-pong kernel of `sides`.
-fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32]) -> BenchResult<Vec<f64>> {
+/// Byte offsets of the ping-pong's words: `pingpong-placement` moves the
+/// payload and signal words by multiples of this (one 4 KiB page plus two
+/// 128-byte L2 lines, so every placement is a new page and a new line).
+const PLACEMENT_STRIDE: usize = 4096 + 256;
+
+/// µs per round trip of each of `modes` (outer) at each of `placements`
+/// (inner; the payload and signal words moved by `k · PLACEMENT_STRIDE` bytes)
+/// of the ping-pong kernel of `sides`.
+fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32], placements: usize) -> BenchResult<Vec<Vec<f64>>> {
     let (pes, kernel, grid) = match sides {
         Sides::TwoPes => (2, "pingpong_mode", 1),
         Sides::TwoBlocks => (1, "pingpong_blocks", 2),
     };
     let cfg = LaunchConfig { grid_dim: (grid, 1, 1), ..ONE_WARP };
+    let words_per_place = PLACEMENT_STRIDE / 8;
     let r = Threads::new(pes).config(config(64 << 20)).run(|shmem| {
-        let payload = shmem.calloc::<u64>(4)?;
-        let sig = shmem.calloc::<u64>(2)?;
+        let payload = shmem.calloc::<u64>(placements * words_per_place)?;
+        let sig = shmem.calloc::<u64>(placements * words_per_place)?;
         let m = module(shmem)?;
         let k = m.kernel(kernel)?;
         let mut base = 0u64;
         let mut us = Vec::new();
         for &mode in modes {
-            let ms = median_ms_lined_up(shmem, o, || {
-                let b = base;
-                base += ITERS as u64;
-                let args = (payload.as_kernel_ptr(), sig.as_kernel_ptr(), b, ITERS, mode);
-                // SAFETY: the arguments match both ping-pong kernels; every PE launches it.
-                unsafe { shmem.launch_collective(&k, cfg, args) }
-            })?;
-            us.push(us_per_op(ms));
+            let mut at = Vec::new();
+            for place in 0..placements {
+                let shift = (place * PLACEMENT_STRIDE) as u64;
+                let ms = median_ms_lined_up(shmem, o, || {
+                    let b = base;
+                    base += ITERS as u64;
+                    let args = (payload.as_kernel_ptr() + shift, sig.as_kernel_ptr() + shift, b, ITERS, mode);
+                    // SAFETY: the arguments match both ping-pong kernels (words inside the two
+                    // buffers: `shift` leaves `words_per_place` words); every PE launches it.
+                    unsafe { shmem.launch_collective(&k, cfg, args) }
+                })?;
+                at.push(us_per_op(ms));
+            }
+            us.push(at);
         }
         shmem.barrier_all()?;
         Ok(us)
@@ -102,8 +116,8 @@ fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32]) -> BenchResult<Vec<f64>
 
 /// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
 pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
-    let us = pingpong_modes(o, Sides::TwoPes, &[0])?;
-    Ok(vec![Row::new("put_signal_pingpong", 8, us[0], None, "us/round trip")])
+    let us = pingpong_modes(o, Sides::TwoPes, &[0], 1)?;
+    Ok(vec![Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip")])
 }
 
 /// What each ordering choice costs in a signal ping-pong: every mode of [`MODES`].
@@ -111,12 +125,37 @@ pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
 pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
     let modes: Vec<u32> = (0..MODES.len() as u32).collect();
     let (sides, prefix) = if blocks { (Sides::TwoBlocks, "blocks_") } else { (Sides::TwoPes, "") };
-    let us = pingpong_modes(o, sides, &modes)?;
+    let us = pingpong_modes(o, sides, &modes, 1)?;
     Ok(MODES
         .iter()
         .zip(&us)
-        .map(|(&name, &us)| Row::new(format!("{prefix}{name}"), 8, us, None, "us/round trip"))
+        .map(|(&name, us)| Row::new(format!("{prefix}{name}"), 8, us[0], None, "us/round trip"))
         .collect())
+}
+
+/// Modes of `pingpong-placement`: no ordering (relaxed, volatile), the
+/// hand-written release/acquire, the library's `signal_op` and `put_signal_nbi`.
+const PLACEMENT_MODES: [u32; 5] = [1, 8, 5, 7, 0];
+
+/// How much the ping-pong depends on where its words are: each mode of
+/// [`PLACEMENT_MODES`] between two blocks of one PE (NVSHMEM's shape, as
+/// `pingpong-blocks`) at `--placements` positions of its payload and signal
+/// words; rows `placement_<mode>_{min,median,max}`. Which L2 slice holds a
+/// word (and how far it is from the two SMs) is set by its address, so one
+/// placement can favour one library over another.
+pub fn placement(o: &Opts) -> BenchResult<Vec<Row>> {
+    let us = pingpong_modes(o, Sides::TwoBlocks, &PLACEMENT_MODES, o.placements)?;
+    let mut rows = Vec::new();
+    for (&mode, at) in PLACEMENT_MODES.iter().zip(&us) {
+        let name = MODES[mode as usize].trim_start_matches("pingpong_");
+        let mut sorted = at.clone();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        for (stat, v) in [("min", sorted[0]), ("median", median), ("max", sorted[sorted.len() - 1])] {
+            rows.push(Row::new(format!("placement_{name}_{stat}"), 8, v, None, "us/round trip"));
+        }
+    }
+    Ok(rows)
 }
 
 /// `barrier_all_block` and `sync_all_block` latency for each PE count of `--pes`.

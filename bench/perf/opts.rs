@@ -8,6 +8,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "pingpong",
     "scopes",
     "pingpong-blocks",
+    "pingpong-placement",
     "barrier",
     "atomic",
     "collective",
@@ -15,10 +16,10 @@ pub const SUBCOMMANDS: &[&str] = &[
 ];
 
 pub const USAGE: &str =
-    "usage: gpushmem-perf [all|put-bw|get-bw|latency|pingpong|scopes|pingpong-blocks|barrier|atomic|collective|init ...]
+    "usage: gpushmem-perf [all|put-bw|get-bw|latency|pingpong|scopes|pingpong-blocks|pingpong-placement|barrier|atomic|collective|init ...]
                      [--min-size BYTES] [--max-size BYTES] [--scope thread,warp,block|all]
                      [--grid N] [--block N] [--iters N] [--reps N] [--warmup N] [--bidir]
-                     [--pes LIST] [--npes N] [--coll-max-size BYTES]
+                     [--pes LIST] [--npes N] [--coll-max-size BYTES] [--placements N]
                      [--csv FILE] [--json FILE] [--png FILE]
        gpushmem-perf plot RESULTS.csv --png FILE   (re-plot a CSV; needs no GPU)";
 
@@ -60,6 +61,8 @@ pub struct Opts {
     pub coll_max_size: u64,
     /// `put-bw`/`get-bw`: also both directions at once (PE 0 ↔ PE 1).
     pub bidir: bool,
+    /// `pingpong-placement`: positions of the ping-pong's words.
+    pub placements: usize,
     pub csv: Option<String>,
     pub json: Option<String>,
     pub png: Option<String>,
@@ -108,6 +111,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
         npes: 8,
         coll_max_size: 64 << 20,
         bidir: false,
+        placements: 16,
         csv: None,
         json: None,
         png: None,
@@ -134,6 +138,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
             }
             "--npes" => o.npes = num(&a, &val(&a)?)?,
             "--bidir" => o.bidir = true,
+            "--placements" => o.placements = num(&a, &val(&a)?)?,
             "--csv" => o.csv = Some(val(&a)?),
             "--json" => o.json = Some(val(&a)?),
             "--png" => o.png = Some(val(&a)?),
@@ -164,6 +169,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
     }
     if o.iters == 0 {
         return Err("--iters must be at least 1".into());
+    }
+    if o.placements == 0 {
+        return Err("--placements must be at least 1".into());
     }
     if o.min_size > o.max_size {
         return Err(format!("--min-size {} is above --max-size {}", o.min_size, o.max_size));

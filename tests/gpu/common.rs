@@ -17,14 +17,19 @@ pub type TestResult = Result<(), libtest_mimic::Failed>;
 /// the library's own `GPUSHMEM_TIMEOUT` (0 = wait forever) never turns a
 /// test's hang into a silent one.
 pub fn config(heap: u64) -> Config {
-    let wait_s = std::env::var("GPUSHMEM_TEST_TIMEOUT").ok().and_then(|s| s.parse().ok()).filter(|&s: &u64| s > 0);
-    let wait_s = wait_s.unwrap_or(20);
+    let wait_s = device_wait_s();
     Config {
         heap_size: heap,
-        bootstrap_timeout: std::time::Duration::from_secs(60),
+        // Under the sanitizer a PE process can also reach init far later.
+        bootstrap_timeout: std::time::Duration::from_secs(wait_s.max(60)),
         device_timeout: Some(std::time::Duration::from_secs(wait_s)),
         debug_checks: false,
     }
+}
+
+/// The tests' device wait limit in seconds: `GPUSHMEM_TEST_TIMEOUT`, else 20.
+pub fn device_wait_s() -> u64 {
+    std::env::var("GPUSHMEM_TEST_TIMEOUT").ok().and_then(|s| s.parse().ok()).filter(|&s: &u64| s > 0).unwrap_or(20)
 }
 
 /// Set in the PE processes of a test's process-mode variant (see `main.rs`).

@@ -262,7 +262,9 @@ pub fn processes_ring_alltoall(n: usize) -> TestResult {
 /// Runs the test `name` with `n` PE processes through gpushmem-run (each process is one PE of it).
 pub fn run_test_in_processes(name: &str, n: usize) -> TestResult {
     let scenario = format!("run-test:{name}");
-    let (ok, text, took) = launch_processes(n, &scenario, &[(IN_JOB, "1")], Duration::from_secs(150))?;
+    // A job that outlives the PEs' own device waits is a hang (longer limit under the sanitizer).
+    let limit = Duration::from_secs(150.max(device_wait_s() + 60));
+    let (ok, text, took) = launch_processes(n, &scenario, &[(IN_JOB, "1")], limit)?;
     if !ok {
         return Err(format!("{name} with {n} processes failed:\n{text}").into());
     }

@@ -238,6 +238,46 @@ fn gpu_tests() -> Vec<Test> {
     t
 }
 
+/// `GPUSHMEM_TEST_ALL_AS_PROCESSES=1`: the suite is the process-mode
+/// variants only: [`PROCESS_VARIANTS`] plus an `::as_<N>_processes` variant of
+/// every other multi-PE test named `…_<N>pe`. Made for compute-sanitizer (scripts/sanitize.sh): with PEs as threads all
+/// PEs share one CUDA context, and the sanitizer now and then waits for the
+/// context's running kernels inside a PE's CUDA call, while those kernels
+/// spin waiting for that very PE (a stall no normal run has); one process per
+/// PE gives every PE its own context and sanitizer instance.
+const ALL_AS_PROCESSES_VAR: &str = "GPUSHMEM_TEST_ALL_AS_PROCESSES";
+
+/// Tests that cannot be one PE of a process job: they spawn processes or
+/// trap on purpose themselves, or measure the whole device.
+fn has_own_processes(name: &str) -> bool {
+    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks"].iter().any(|p| name.starts_with(p))
+        || name.contains("processes")
+}
+
+/// The PE count in a test name `…_<N>pe`.
+fn pes_in_name(name: &str) -> Option<usize> {
+    name.strip_suffix("pe")?.rsplit('_').next()?.parse().ok()
+}
+
+fn all_as_processes() -> bool {
+    std::env::var_os(ALL_AS_PROCESSES_VAR).is_some_and(|x| !x.is_empty() && x != "0")
+}
+
+/// The process-mode variants to run: [`PROCESS_VARIANTS`], plus with
+/// [`ALL_AS_PROCESSES_VAR`] set every other multi-PE test.
+fn process_variants(tests: &[Test]) -> Vec<(String, usize)> {
+    let mut v: Vec<(String, usize)> = PROCESS_VARIANTS.iter().map(|&(name, n)| (name.to_string(), n)).collect();
+    if all_as_processes() {
+        for (name, _) in tests {
+            let n = pes_in_name(name).filter(|&n| n >= 2);
+            if let Some(n) = n.filter(|_| !has_own_processes(name) && !v.iter().any(|(x, _)| x == name)) {
+                v.push((name.clone(), n));
+            }
+        }
+    }
+    v
+}
+
 /// Every test as a trial, then the process-mode variants.
 fn trials() -> Vec<Trial> {
     let tests = gpu_tests();
@@ -245,9 +285,14 @@ fn trials() -> Vec<Trial> {
         // Checked on every run (CPU machines too): a variant must name a test.
         assert!(tests.iter().any(|(n, _)| n == name), "PROCESS_VARIANTS names no test {name:?}");
     }
-    let mut t: Vec<Trial> = tests.into_iter().map(|(name, f)| Trial::test(name, move || f())).collect();
-    for &(name, n) in PROCESS_VARIANTS {
-        t.push(Trial::test(format!("{name}::as_{n}_processes"), move || errors::run_test_in_processes(name, n)));
+    let variants = process_variants(&tests);
+    let mut t: Vec<Trial> = Vec::new();
+    if !all_as_processes() {
+        t.extend(tests.into_iter().map(|(name, f)| Trial::test(name, move || f())));
+    }
+    for (name, n) in variants {
+        let label = format!("{name}::as_{n}_processes");
+        t.push(Trial::test(label, move || errors::run_test_in_processes(&name, n)));
     }
     t
 }
