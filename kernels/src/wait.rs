@@ -3,7 +3,8 @@
 //!
 //! Polls with relaxed system-scope loads (`ld.relaxed.sys`; FACTS: an acquire
 //! load in the loop made a ping-pong 2.7× slower) and, once the condition
-//! holds, acquires: a single-word wait re-reads the word with one `ld.acquire`,
+//! holds, acquires: a single-word wait issues one `ld.acquire` of the word
+//! whose value it does not use (compiled to an L1 invalidation, see `spin_word`),
 //! the multi-word forms issue `fence.acq_rel` (both at `.gpu` scope when every
 //! PE shares this GPU, else `.sys`), so what the writer ordered before its
 //! store is visible after the wait. After `state.timeout_ns` nanoseconds
@@ -74,22 +75,38 @@ struct Awaited<'a> {
     signed: bool,
 }
 
-/// Waits until `holds(*word)`: polls with relaxed loads, then re-reads the
-/// word with one acquire load (cheaper than an acquire fence: 1.83 against
-/// 2.85 µs per ping-pong round trip, `gpushmem-perf scopes`); if the word
-/// changed back meanwhile, polls on. Returns the acquired value.
+/// Waits until `holds(*word)`: polls with relaxed loads, then acquires with
+/// an `ld.acquire` of the word whose value is not used, and returns the
+/// polled value that satisfied `holds`.
+///
+/// Why the acquire's value goes unused: `ptxas` (sm_90) compiles an
+/// `ld.acquire` with a dead result to `CCTL.IVALL` alone (invalidate L1 so
+/// that later loads see what the releasing writer wrote before its store):
+/// no second load, no wait for one. Waiting for its value, as this wait did
+/// until 2026-12-03, added one L2 round trip per wait: the library's
+/// `signal_op` ping-pong took 1.72 µs against 1.38 µs for the hand-written
+/// release/acquire one, whose acquire was dead (SASS read with `nvdisasm`).
+///
+/// Ordering: the acquire reads the polled value or a later one of the word
+/// (same thread, same address: coherence); either way it synchronizes with a
+/// release at or after the one the poll observed when the word's writers are
+/// one producer or atomic updates (signals, counters, barrier flags). The
+/// condition is not re-checked: a word that changes back after satisfying it
+/// (another writer resetting it) still ends the wait, as in NVSHMEM.
 #[inline(always)]
 unsafe fn spin_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + Copy, a: Awaited) -> T {
     // `holds` by value (`move`, `Copy`): a captured reference would put the
     // wait's arguments in local memory and re-load them on every poll.
-    loop {
-        if let Err(t) = poll(move || holds(T::load(word)).then_some(())) {
-            timed_out(a.what, t, word as u64, a.cmp, a.value, wide(T::load(word)), a.signed);
+    match poll(move || {
+        let v = T::load(word);
+        holds(v).then_some(v)
+    }) {
+        Ok(v) => {
+            // Dead on purpose (see above); the asm is not `pure`, so it stays.
+            let _ = T::load_acquire(word);
+            v
         }
-        let v = T::load_acquire(word);
-        if holds(v) {
-            return v;
-        }
+        Err(t) => timed_out(a.what, t, word as u64, a.cmp, a.value, wide(T::load(word)), a.signed),
     }
 }
 
