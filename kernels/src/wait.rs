@@ -102,12 +102,19 @@ unsafe fn spin_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + C
         holds(v).then_some(v)
     }) {
         Ok(v) => {
-            // Dead on purpose (see above); the asm is not `pure`, so it stays.
-            let _ = T::load_acquire(word);
+            acquire_observed(word);
             v
         }
         Err(t) => timed_out(a.what, t, word as u64, a.cmp, a.value, wide(T::load(word)), a.signed),
     }
+}
+
+/// Acquire after a relaxed load of `word` saw what the caller waited for: an
+/// `ld.acquire` of the word whose value is dropped (compiled to `CCTL.IVALL`
+/// alone; see [`spin_word`]). The asm is not `pure`, so it stays.
+#[inline(always)]
+unsafe fn acquire_observed<T: AtomicWord>(word: *const T) {
+    let _ = T::load_acquire(word);
 }
 
 #[cold]
@@ -190,6 +197,7 @@ pub(crate) unsafe fn wait_until_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, v
 }
 
 /// Whether `*ivar <cmp> value` holds now (`nvshmem_test`); never blocks.
+/// Acquire semantics when it returns true (as [`wait_until`]'s).
 ///
 /// # Safety
 /// As [`wait_until`].
@@ -197,7 +205,7 @@ pub(crate) unsafe fn wait_until_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, v
 pub unsafe fn test<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> bool {
     let ok = cmp.holds(T::load(ivar), value);
     if ok {
-        ptx::fence_acq_rel();
+        acquire_observed(ivar);
     }
     ok
 }

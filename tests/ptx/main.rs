@@ -196,7 +196,11 @@ fn main() {
             ],
             &["fence"],
         ),
-        golden("probe_test_u64", &["ld.relaxed.sys.global.b64", "fence.acq_rel.sys;"], &["%globaltimer", "trap;"]),
+        golden(
+            "probe_test_u64",
+            &["ld.relaxed.sys.global.b64", "ld.acquire.sys.global.b64", "ld.acquire.gpu.global.b64"],
+            &["fence", "%globaltimer", "trap;"],
+        ),
         golden("probe_test_any_u32", &["ld.relaxed.sys.global.b32", "fence.acq_rel.sys;"], &["%globaltimer", "trap;"]),
         golden(
             "probe_wait_until_all_u64",
