@@ -55,6 +55,12 @@ has info && step info 30 ./gpushmem-info
 if has guide; then
   if [ -x ./guide-myapp ]; then step guide 60 ./guide-myapp; else echo "verify guide: not staged (scripts/check-guide.sh failed in scripts/device.sh)"; rc=1; fi
 fi
+# Clocks and power once a second while the timed parts run (read only: the
+# card's settings are left alone), to tell a clock change from a code change.
+if has perf || has nvshmem; then
+  nvidia-smi dmon -s pc -d 1 >"$logs/dmon.log" 2>&1 &
+  dmon=$!
+fi
 if has perf; then
   step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks pingpong-placement latency barrier init \
     --csv "$logs/perf.csv" --json "$logs/perf.json"
@@ -65,6 +71,7 @@ if has nvshmem && [ -f ../../bench/nvshmem/build.sh ]; then
   [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-barrier 60 /tmp/nvb/run-nvshmem-perf barrier --csv "$logs/nvshmem-barrier.csv"
   [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-placement 120 /tmp/nvb/run-nvshmem-perf pingpong-placement --csv "$logs/nvshmem-placement.csv"
 fi
+[ -n "${dmon:-}" ] && kill "$dmon" 2>/dev/null
 if has ncu; then
   ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
   if [ -n "$ncu" ]; then
@@ -72,7 +79,7 @@ if has ncu; then
     # 5 (hand-written release/acquire) and 7 (library signal_op): with
     # --warmup 3 --reps 1 every mode launches 4 times, its timed one last.
     for mode in 0 5 7; do
-      step "ncu-mode$mode" 120 "$ncu" --kernel-name pingpong_blocks --launch-skip $((4 * mode + 3)) --launch-count 1 \
+      step "ncu-mode$mode" 120 "$ncu" --clock-control none --kernel-name pingpong_blocks --launch-skip $((4 * mode + 3)) --launch-count 1 \
         --section WarpStateStats --section SourceCounters --section LaunchStats \
         --export "$logs/pingpong-mode$mode" --force-overwrite \
         ./gpushmem-perf pingpong-blocks --warmup 3 --reps 1
