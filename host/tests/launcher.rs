@@ -229,12 +229,18 @@ fn child_pe_entry_point() {
         // SAFETY: sets a signal to be ignored, before any other thread exists.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
     }
-    // Display, not Debug: the launcher test checks the messages users see.
-    let b = SocketBootstrap::connect(&env, Duration::from_secs(20)).unwrap_or_else(|e| panic!("{e}"));
+    // Display, not Debug: the launcher test checks the messages users see. Formatted
+    // into one string first, so the panic writes it whole and the other PEs' output
+    // cannot land inside it (all PEs share the launcher's stderr).
+    let fail = |e: gpushmem::Error| -> ! {
+        let msg = e.to_string();
+        panic!("{msg}")
+    };
+    let b = SocketBootstrap::connect(&env, Duration::from_secs(20)).unwrap_or_else(|e| fail(e));
     if die && env.rank == 2 {
         std::process::exit(3);
     }
-    let all = b.allgather(format!("PE {} of {}", env.rank, env.size).as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    let all = b.allgather(format!("PE {} of {}", env.rank, env.size).as_bytes()).unwrap_or_else(|e| fail(e));
     let text: Vec<String> = all.iter().map(|v| String::from_utf8_lossy(v).into_owned()).collect();
     std::fs::write(Path::new(&out).join(env.rank.to_string()), text.join(",")).unwrap();
     b.barrier().unwrap();

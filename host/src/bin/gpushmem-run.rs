@@ -40,6 +40,19 @@ status is 0 if every PE exits 0, else the first failing PE's (128 + signal for
 a PE killed by a signal). SIGINT, SIGTERM and SIGHUP are passed on to the PEs.
 ";
 
+/// Writes `gpushmem-run: <message>` and a newline to stderr in one `write`.
+///
+/// The PEs share the launcher's stderr; `eprintln!` writes its pieces in separate
+/// calls, so a PE's output could land inside a launcher line (CI once saw
+/// "PE  2 (pid" with a PE's space in it). One write of under `PIPE_BUF` bytes
+/// to a pipe is atomic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let line = format!("gpushmem-run: {}\n", format_args!($($arg)*));
+        let _ = io::Write::write_all(&mut io::stderr().lock(), line.as_bytes());
+    }};
+}
+
 /// The parsed command line.
 struct Options {
     n: usize,
@@ -59,7 +72,7 @@ fn main() {
         }
         Ok(Some(opts)) => run(&opts),
         Err(msg) => {
-            eprint!("gpushmem-run: {msg}\n\n{USAGE}");
+            say!("{msg}\n\n{}", USAGE.trim_end());
             2
         }
     };
@@ -257,7 +270,7 @@ fn run(o: &Options) -> i32 {
     let dir = match TempDir::new() {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("gpushmem-run: cannot create a temporary directory in {}: {e}", std::env::temp_dir().display());
+            say!("cannot create a temporary directory in {}: {e}", std::env::temp_dir().display());
             return 1;
         }
     };
@@ -306,7 +319,7 @@ fn run(o: &Options) -> i32 {
                     io::ErrorKind::PermissionDenied => (126, ": permission denied"),
                     _ => (1, ""),
                 };
-                eprintln!("gpushmem-run: cannot start PE {rank} as {prog:?}{hint} ({e})");
+                say!("cannot start PE {rank} as {prog:?}{hint} ({e})");
                 failure = Some(code);
                 break;
             }
@@ -331,7 +344,7 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_oth
     loop {
         let mask = PENDING.swap(0, Ordering::SeqCst);
         for sig in FORWARDED.into_iter().filter(|s| mask & (1 << s) != 0) {
-            eprintln!("gpushmem-run: got {}; passing it on to the PEs", signal_name(sig));
+            say!("got {}; passing it on to the PEs", signal_name(sig));
             for p in pes.iter().filter(|p| p.status.is_none()) {
                 signal_group(p.pid, sig);
             }
@@ -349,7 +362,7 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_oth
                 Ok(Some(st)) => st,
                 Ok(None) => continue,
                 Err(e) => {
-                    eprintln!("gpushmem-run: cannot wait for PE {} (pid {}): {e}", p.rank, p.pid);
+                    say!("cannot wait for PE {} (pid {}): {e}", p.rank, p.pid);
                     ExitStatus::from_raw(1 << 8)
                 }
             };
@@ -357,7 +370,7 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_oth
             if !st.success() {
                 // After the launcher started ending the job, PEs dying is expected: not reported.
                 if ending.is_none() || wait_others {
-                    eprintln!("gpushmem-run: PE {} (pid {}) {}", p.rank, p.pid, describe(st));
+                    say!("PE {} (pid {}) {}", p.rank, p.pid, describe(st));
                 }
                 failure.get_or_insert(exit_code(st));
             }
@@ -366,15 +379,9 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_oth
         if failure.is_some() && ending.is_none() {
             ending = Some(Instant::now());
             if left > 0 && wait_others {
-                eprintln!(
-                    "gpushmem-run: waiting up to {} for the other {left} PE(s) to end on their own",
-                    fmt_secs(grace)
-                );
+                say!("waiting up to {} for the other {left} PE(s) to end on their own", fmt_secs(grace));
             } else if left > 0 {
-                eprintln!(
-                    "gpushmem-run: ending the other {left} PE(s): SIGTERM now, SIGKILL after {}",
-                    fmt_secs(grace)
-                );
+                say!("ending the other {left} PE(s): SIGTERM now, SIGKILL after {}", fmt_secs(grace));
                 for p in pes.iter().filter(|p| p.status.is_none()) {
                     signal_group(p.pid, libc::SIGTERM);
                 }
@@ -387,8 +394,8 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_oth
             if !killed && t.elapsed() >= grace {
                 killed = true;
                 for p in pes.iter().filter(|p| p.status.is_none()) {
-                    eprintln!(
-                        "gpushmem-run: PE {} (pid {}) still running {} after {}; sending SIGKILL",
+                    say!(
+                        "PE {} (pid {}) still running {} after {}; sending SIGKILL",
                         p.rank,
                         p.pid,
                         fmt_secs(grace),
