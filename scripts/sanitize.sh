@@ -47,6 +47,19 @@
 # as the first FILTER the filters select among the process variants instead
 # (every multi-PE test as processes, as in `jobs`).
 #
+# With `--each N` as the first FILTER (the mode for a whole-suite run): one
+# sanitizer run per tool and test, N at a time (the GPU time-slices the
+# processes' contexts; the sanitizer's own work is on the CPU, which has 16
+# cores), the tests with the most PEs first. The tests are those of `single`
+# and `jobs` (quick mode), plus collective::quick_debug_checks_8pe (8 PE
+# threads in a child process). Each run ends after SANITIZE_UNIT_LIMIT s
+# (default 300; its whole process group is killed and it counts as not
+# finished). With SANITIZE_BUDGET (seconds since the script started) no run
+# starts when less than 30 s are left and runs are cut at the budget (`CUT`).
+# A line "TOOL TEST" in the file $SANITIZE_DONE skips that run, so
+# a later device call can take up where one ended. Summary lines also go to
+# $OUT/each-summary.txt, one per run: `ok TOOL TEST …`, `FAIL …`, `LIMIT …` or `CUT …`.
+#
 # Logs: $OUT (or .)/sanitize-<tool>-<run or filter>.log. Prints one
 # summary line per tool and run; exits non-zero if any tool reports an error
 # or a test fails.
@@ -75,7 +88,11 @@ echo "sanitize: using $san ($("$san" --version 2>/dev/null | tail -1))"
 tools=${1:-memcheck,racecheck,synccheck}
 [ $# -gt 0 ] && shift
 processes=0
-if [ "${1:-}" = --processes ]; then
+each=0
+if [ "${1:-}" = --each ]; then
+  each=${2:?--each needs the number of runs at a time}
+  shift 2
+elif [ "${1:-}" = --processes ]; then
   processes=1
   shift
 fi
@@ -99,6 +116,63 @@ run() {
     grep -A30 -E "^failures:$" "$log" | head -30
   fi
 }
+# unit TOOL MODE TEST: one sanitizer run of one test (MODE threads|processes),
+# in its own process group, killed after SANITIZE_UNIT_LIMIT s.
+unit() {
+  local tool=$1 mode=$2 t=$3
+  local log="${OUT:-.}/sanitize-$tool-${t//:/_}.log" t0=$SECONDS as=
+  [ "$mode" = processes ] && as=1
+  GPUSHMEM_TEST_QUICK=1 GPUSHMEM_TEST_ALL_AS_PROCESSES=$as setsid "$san" --tool "$tool" --error-exitcode 99 \
+    --print-limit 50 ./gpu --test-threads 1 --exact "$t" >"$log" 2>&1 &
+  local p=$! limit=${SANITIZE_UNIT_LIMIT:-300} cut=LIMIT
+  if [ -n "${SANITIZE_BUDGET:-}" ] && [ $((SANITIZE_BUDGET - SECONDS)) -lt "$limit" ]; then
+    limit=$((SANITIZE_BUDGET - SECONDS)) cut=CUT
+  fi
+  (sleep "$limit"; kill -TERM -- -$p; sleep 5; kill -KILL -- -$p) >/dev/null 2>&1 &
+  local watch=$!
+  wait $p
+  local r=$?
+  kill $watch 2>/dev/null
+  local verdict=FAIL
+  if grep -q "^test .* ok$" "$log" && [ $r -eq 0 ]; then
+    verdict=ok
+  elif [ $r -ge 128 ]; then
+    verdict=$cut
+  fi
+  local line
+  line="$verdict $tool $t: exit $r in $((SECONDS - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')"
+  echo "$line" | tee -a "${OUT:-.}/each-summary.txt"
+}
+# each N: every (tool, test) as a unit, N at a time, most PEs first.
+each_test() {
+  local n=$1 units=() t
+  while read -r t; do units+=("0 threads $t"); done < <(GPUSHMEM_TEST_QUICK=1 ./gpu --list --skip _2pe --skip _4pe \
+    --skip _8pe --skip processes "${own_skips[@]}" | sed -n 's/^\[[^]]*\] //; s/: test$//p'; echo collective::quick_debug_checks_8pe)
+  while read -r t; do
+    units+=("$(echo "$t" | sed -n 's/.*::as_\([0-9]*\)_processes$/\1/p') processes $t")
+  done < <(GPUSHMEM_TEST_QUICK=1 GPUSHMEM_TEST_ALL_AS_PROCESSES=1 ./gpu --list | sed -n 's/^\[[^]]*\] //; s/: test$//p')
+  mapfile -t units < <(printf '%s\n' "${units[@]}" | sort -s -k1,1nr)
+  echo "sanitize: ${#units[@]} tests × tools ${tools}, $n at a time"
+  local tool u pes mode
+  for u in "${units[@]}"; do
+    read -r pes mode t <<<"$u"
+    for tool in ${tools//,/ }; do
+      [ -n "${SANITIZE_DONE:-}" ] && grep -qxF "$tool $t" "$SANITIZE_DONE" 2>/dev/null && continue
+      while [ "$(jobs -rp | wc -l)" -ge "$n" ]; do wait -n; done
+      [ -n "${SANITIZE_BUDGET:-}" ] && [ $((SANITIZE_BUDGET - SECONDS)) -lt 30 ] && break 2
+      unit "$tool" "$mode" "$t" &
+    done
+  done
+  wait
+  local s="${OUT:-.}/each-summary.txt"
+  echo "sanitize each: $(grep -c '^ok ' "$s") ok, $(grep -c '^FAIL ' "$s") failed, $(grep -c '^LIMIT ' "$s")" \
+    "over the limit, $(grep -c '^CUT ' "$s") cut by the budget"
+  grep -q -E '^(FAIL|LIMIT|CUT) ' "$s" && rc=1
+}
+if [ "$each" -gt 0 ]; then
+  each_test "$each"
+  exit $rc
+fi
 for tool in ${tools//,/ }; do
   if [ ${#filters[@]} -eq 0 ]; then
     GPUSHMEM_TEST_QUICK=1 run "$tool" single --skip _2pe --skip _4pe --skip _8pe --skip processes "${own_skips[@]}"
