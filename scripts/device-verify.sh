@@ -12,9 +12,9 @@
 # nvshmem (NVSHMEM's ping-pong, its placement sweep and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profiles of the one-kernel
 # ping-pong: library put_signal, hand-written release/acquire, library signal_op),
-# sanitize-memcheck, sanitize-racecheck, sanitize-synccheck (compute-sanitizer
-# over the quick-mode suite, scripts/sanitize.sh; not in the default set: each
-# needs most of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
+# sanitize (compute-sanitizer memcheck, racecheck and synccheck over the
+# quick-mode suite, scripts/sanitize.sh; not in the default set: it needs
+# about 7 minutes of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
 # `nvidia-smi topo -m`, then put/get bandwidth one way and both ways, ping-pong,
 # barrier and collectives with the PEs spread over the GPUs; not in the default
 # set; the threads and processes parts already spread PEs over every GPU;
@@ -105,7 +105,5 @@ if has multigpu; then
       --npes "$n" "$what" --min-size 4k --csv "$logs/nvshmem-multigpu-$n.csv"
   done
 fi
-for tool in memcheck racecheck synccheck; do
-  has "sanitize-$tool" && OUT=$logs step "sanitize-$tool" 550 bash ./sanitize.sh $tool
-done
+has sanitize && OUT=$logs SANITIZE_BUDGET=540 step sanitize 560 bash ./sanitize.sh
 exit $rc

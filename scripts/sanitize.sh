@@ -7,17 +7,20 @@
 #
 # TOOLS: comma-separated (default memcheck,racecheck,synccheck).
 #
-# Without FILTER: per tool, two runs in quick mode (GPUSHMEM_TEST_QUICK=1:
-# counts / 100, sizes up to 128 KiB; see tests/gpu/main.rs):
+# Without FILTER (the whole-suite run): one sanitizer run per tool and test,
+# SANITIZE_JOBS (default 8) at a time, the tests with the most PEs first, all
+# in quick mode (GPUSHMEM_TEST_QUICK=1: counts / 100, sizes up to 128 KiB;
+# see tests/gpu/main.rs). The tests:
 #
-#   single   the tests that are not one multi-PE job (no `_<N>pe` in the name:
-#            smoke, atomics, fence, missing-barrier detection, the 1-PE wait
-#            table), with their PEs as threads;
-#   jobs     every multi-PE test with ONE PROCESS PER PE through gpushmem-run
-#            (GPUSHMEM_TEST_ALL_AS_PROCESSES=1: the suite becomes an
-#            `::as_<N>_processes` variant of every `…_<N>pe` test and of the
-#            process variants the normal suite has). compute-sanitizer follows
-#            the child processes (its default).
+#   - every multi-PE test with ONE PROCESS PER PE through gpushmem-run
+#     (GPUSHMEM_TEST_ALL_AS_PROCESSES=1: an `::as_<N>_processes` variant of
+#     every `…_<N>pe` test, plus the process variants the normal suite has);
+#     compute-sanitizer follows the child processes (its default; a child PE
+#     that traps shows up in the parent's summary:
+#     docs/runs/2026-12-04-sanitizer/childcheck-*.log);
+#   - the tests that are not one multi-PE job (smoke, atomics, fence,
+#     missing-barrier detection, the 1-PE wait table) and
+#     collective::quick_debug_checks_8pe (8 PE threads in a child process).
 #
 # Why processes: with PEs as threads all PEs share one CUDA context, and under
 # the sanitizer a PE's CUDA call now and then waits for the context's running
@@ -26,8 +29,19 @@
 # (stream::collectives_4pe) on 2026-12-03, at different places, with no error
 # reported; no normal run stalls there. One process per PE gives each PE its own
 # context and sanitizer instance. The kernels and the tests' checks are the same.
+# Why several runs at a time: the sanitizer's work is on the CPU (16 cores)
+# and the GPU time-slices the processes' contexts; 8 at a time ran the 150
+# runs of all three tools in about 7 minutes of device time (2026-12-04).
 #
-# Skipped in both: errors::, faults::, lifecycle:: (below).
+# Each run ends after SANITIZE_UNIT_LIMIT s (default 300; its whole process
+# group is killed). With SANITIZE_BUDGET (seconds since the script started)
+# no run starts when less than 30 s are left and runs are cut at the budget.
+# A line "TOOL TEST" in the file $SANITIZE_DONE skips that run, so a later
+# device call can take up where one ended. One summary line per run, also in
+# $OUT/each-summary.txt: `ok TOOL TEST …`, `FAIL …`, `LIMIT …` (over its own
+# limit) or `CUT …` (cut by the budget).
+#
+# Skipped: errors::, faults::, lifecycle:: (below).
 #   errors::     traps on purpose in child processes (device_*_traps, device_wait_times_out,
 #                signal_wait_times_out, team_*_traps, reduce_*_traps), spawns a PE that
 #                never starts (bootstrap_missing_pe) or kills one (killed_pe_is_reported);
@@ -37,32 +51,16 @@
 #                GPU that does not exist (failing CUDA calls on purpose).
 #   lifecycle::  measures the device's free memory, which the sanitizer's own
 #                allocations move.
-# One tool over both runs needs most of a 10-minute device call: give each tool
-# its own call (TOOLS=memcheck, then racecheck, then synccheck). racecheck checks
-# shared memory only, which no gpushmem kernel uses (tests/ptx checks that).
+# racecheck checks shared memory only, which no gpushmem kernel uses (tests/ptx
+# checks that); it runs anyway, so the claim is checked too.
 #
 # With FILTER(s): one run per tool and filter (the harness takes one name
 # filter per run), PEs as threads, at full size unless GPUSHMEM_TEST_QUICK=1
 # is set by the caller; process-mode variants are skipped. With `--processes`
-# as the first FILTER the filters select among the process variants instead
-# (every multi-PE test as processes, as in `jobs`).
+# as the first FILTER the filters select among the process variants instead.
 #
-# With `--each N` as the first FILTER (the mode for a whole-suite run): one
-# sanitizer run per tool and test, N at a time (the GPU time-slices the
-# processes' contexts; the sanitizer's own work is on the CPU, which has 16
-# cores), the tests with the most PEs first. The tests are those of `single`
-# and `jobs` (quick mode), plus collective::quick_debug_checks_8pe (8 PE
-# threads in a child process). Each run ends after SANITIZE_UNIT_LIMIT s
-# (default 300; its whole process group is killed and it counts as not
-# finished). With SANITIZE_BUDGET (seconds since the script started) no run
-# starts when less than 30 s are left and runs are cut at the budget (`CUT`).
-# A line "TOOL TEST" in the file $SANITIZE_DONE skips that run, so
-# a later device call can take up where one ended. Summary lines also go to
-# $OUT/each-summary.txt, one per run: `ok TOOL TEST …`, `FAIL …`, `LIMIT …` or `CUT …`.
-#
-# Logs: $OUT (or .)/sanitize-<tool>-<run or filter>.log. Prints one
-# summary line per tool and run; exits non-zero if any tool reports an error
-# or a test fails.
+# Logs: $OUT (or .)/sanitize-<tool>-<test or filter>.log. Exits non-zero if
+# any tool reports an error, a test fails or a run does not finish.
 set -uo pipefail
 cd "$(dirname "$0")"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 GPUSHMEM_RUN="$PWD/gpushmem-run"
@@ -88,11 +86,7 @@ echo "sanitize: using $san ($("$san" --version 2>/dev/null | tail -1))"
 tools=${1:-memcheck,racecheck,synccheck}
 [ $# -gt 0 ] && shift
 processes=0
-each=0
-if [ "${1:-}" = --each ]; then
-  each=${2:?--each needs the number of runs at a time}
-  shift 2
-elif [ "${1:-}" = --processes ]; then
+if [ "${1:-}" = --processes ]; then
   processes=1
   shift
 fi
@@ -134,7 +128,7 @@ unit() {
   local r=$?
   kill $watch 2>/dev/null
   local verdict=FAIL
-  if grep -q "^test .* ok$" "$log" && [ $r -eq 0 ]; then
+  if grep -q "^test result: ok. 1 passed" "$log" && [ $r -eq 0 ]; then
     verdict=ok
   elif [ $r -ge 128 ]; then
     verdict=$cut
@@ -143,7 +137,7 @@ unit() {
   line="$verdict $tool $t: exit $r in $((SECONDS - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')"
   echo "$line" | tee -a "${OUT:-.}/each-summary.txt"
 }
-# each N: every (tool, test) as a unit, N at a time, most PEs first.
+# each_test N: every (tool, test) as a unit, N at a time, most PEs first.
 each_test() {
   local n=$1 units=() t
   while read -r t; do units+=("0 threads $t"); done < <(GPUSHMEM_TEST_QUICK=1 ./gpu --list --skip _2pe --skip _4pe \
@@ -153,31 +147,32 @@ each_test() {
   done < <(GPUSHMEM_TEST_QUICK=1 GPUSHMEM_TEST_ALL_AS_PROCESSES=1 ./gpu --list | sed -n 's/^\[[^]]*\] //; s/: test$//p')
   mapfile -t units < <(printf '%s\n' "${units[@]}" | sort -s -k1,1nr)
   echo "sanitize: ${#units[@]} tests × tools ${tools}, $n at a time"
-  local tool u pes mode
+  local tool u pes mode s="${OUT:-.}/each-summary.txt" wanted=0 started=0
+  touch "$s"
   for u in "${units[@]}"; do
     read -r pes mode t <<<"$u"
     for tool in ${tools//,/ }; do
       [ -n "${SANITIZE_DONE:-}" ] && grep -qxF "$tool $t" "$SANITIZE_DONE" 2>/dev/null && continue
+      wanted=$((wanted + 1))
       while [ "$(jobs -rp | wc -l)" -ge "$n" ]; do wait -n; done
-      [ -n "${SANITIZE_BUDGET:-}" ] && [ $((SANITIZE_BUDGET - SECONDS)) -lt 30 ] && break 2
+      [ -n "${SANITIZE_BUDGET:-}" ] && [ $((SANITIZE_BUDGET - SECONDS)) -lt 30 ] && continue
+      started=$((started + 1))
       unit "$tool" "$mode" "$t" &
     done
   done
   wait
-  local s="${OUT:-.}/each-summary.txt"
-  echo "sanitize each: $(grep -c '^ok ' "$s") ok, $(grep -c '^FAIL ' "$s") failed, $(grep -c '^LIMIT ' "$s")" \
-    "over the limit, $(grep -c '^CUT ' "$s") cut by the budget"
-  grep -q -E '^(FAIL|LIMIT|CUT) ' "$s" && rc=1
+  echo "sanitize: $(grep -c '^ok ' "$s") ok, $(grep -c '^FAIL ' "$s") failed, $(grep -c '^LIMIT ' "$s")" \
+    "over the limit, $(grep -c '^CUT ' "$s") cut by the budget, $((wanted - started)) not started (budget)"
+  if grep -q -E '^(FAIL|LIMIT|CUT) ' "$s" || [ $started -lt $wanted ]; then
+    rc=1
+  fi
 }
-if [ "$each" -gt 0 ]; then
-  each_test "$each"
+if [ ${#filters[@]} -eq 0 ]; then
+  each_test "${SANITIZE_JOBS:-8}"
   exit $rc
 fi
 for tool in ${tools//,/ }; do
-  if [ ${#filters[@]} -eq 0 ]; then
-    GPUSHMEM_TEST_QUICK=1 run "$tool" single --skip _2pe --skip _4pe --skip _8pe --skip processes "${own_skips[@]}"
-    GPUSHMEM_TEST_QUICK=1 GPUSHMEM_TEST_ALL_AS_PROCESSES=1 run "$tool" jobs
-  elif [ $processes -eq 1 ]; then
+  if [ $processes -eq 1 ]; then
     for f in "${filters[@]}"; do
       GPUSHMEM_TEST_ALL_AS_PROCESSES=1 run "$tool" "processes-$f" "$f"
     done
