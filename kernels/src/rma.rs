@@ -13,7 +13,7 @@
 //! - `get*`: the data is in `dest` on return (for the group forms, for every thread of the group).
 //! - `get_nbi*`: the data is in `dest` after `quiet`.
 
-use crate::copy::copy_bytes;
+use crate::copy::copy_elems;
 use crate::debug;
 use crate::group::Group;
 use crate::pe::peer_address;
@@ -43,13 +43,15 @@ pub(crate) unsafe fn remote_elem<T>(sym: *const T, pe: u32, call: &CStr) -> *mut
 }
 
 #[inline(always)]
-unsafe fn put_bytes(dest: *mut u8, src: *const u8, bytes: usize, pe: u32, g: Group, call: &CStr) {
-    copy_bytes(remote(dest, bytes, pe, call), src, bytes, g);
+unsafe fn put_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32, g: Group, call: &CStr) {
+    let r = remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
+    copy_elems(r.cast(), src, nelems, g, call);
 }
 
 #[inline(always)]
-unsafe fn get_bytes(dest: *mut u8, src: *const u8, bytes: usize, pe: u32, g: Group, call: &CStr) {
-    copy_bytes(dest, remote(src, bytes, pe, call), bytes, g);
+unsafe fn get_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32, g: Group, call: &CStr) {
+    let r = remote(src.cast(), nelems * core::mem::size_of::<T>(), pe, call);
+    copy_elems(dest, r.cast::<T>(), nelems, g, call);
 }
 
 /// Writes one element to `dest` on `pe` (`nvshmem_p`): a single store.
@@ -83,7 +85,15 @@ macro_rules! rma_fns {
         /// is valid global memory of the same size; they do not overlap; `pe < n_pes()`.
         #[inline(always)]
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
-            $mem(dest.cast(), src.cast(), nelems * core::mem::size_of::<T>(), pe);
+            let g = Group::$group();
+            $core(dest, src, nelems, pe, g, {
+                const NAME: &str = concat!(stringify!($mem), "\0");
+                // SAFETY: NAME ends with its only NUL.
+                unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
+            });
+            if $sync {
+                g.sync();
+            }
         }
 
         $(#[$doc])*
@@ -93,43 +103,35 @@ macro_rules! rma_fns {
         /// As the typed form, with `bytes` bytes.
         #[inline(always)]
         pub unsafe fn $mem(dest: *mut u8, src: *const u8, bytes: usize, pe: u32) {
-            let g = Group::$group();
-            $core(dest, src, bytes, pe, g, {
-                const NAME: &str = concat!(stringify!($mem), "\0");
-                // SAFETY: NAME ends with its only NUL.
-                unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
-            });
-            if $sync {
-                g.sync();
-            }
+            $typed(dest, src, bytes, pe)
         }
     };
 }
 
 rma_fns!(/// Non-blocking put by one thread (`nvshmem_put_nbi`).
-    put_nbi, putmem_nbi, thread, put_bytes, false);
+    put_nbi, putmem_nbi, thread, put_elems, false);
 rma_fns!(/// Non-blocking put by a warp (`nvshmemx_put_nbi_warp`).
-    put_nbi_warp, putmem_nbi_warp, warp, put_bytes, false);
+    put_nbi_warp, putmem_nbi_warp, warp, put_elems, false);
 rma_fns!(/// Non-blocking put by a block (`nvshmemx_put_nbi_block`).
-    put_nbi_block, putmem_nbi_block, block, put_bytes, false);
+    put_nbi_block, putmem_nbi_block, block, put_elems, false);
 rma_fns!(/// Blocking put by one thread (`nvshmem_put`): the source may be reused on return.
-    put, putmem, thread, put_bytes, false);
+    put, putmem, thread, put_elems, false);
 rma_fns!(/// Blocking put by a warp: every lane may reuse the source on return.
-    put_warp, putmem_warp, warp, put_bytes, true);
+    put_warp, putmem_warp, warp, put_elems, true);
 rma_fns!(/// Blocking put by a block: every thread may reuse the source on return.
-    put_block, putmem_block, block, put_bytes, true);
+    put_block, putmem_block, block, put_elems, true);
 rma_fns!(/// Non-blocking get by one thread (`nvshmem_get_nbi`): data valid after `quiet`.
-    get_nbi, getmem_nbi, thread, get_bytes, false);
+    get_nbi, getmem_nbi, thread, get_elems, false);
 rma_fns!(/// Non-blocking get by a warp: data valid after `quiet_warp`.
-    get_nbi_warp, getmem_nbi_warp, warp, get_bytes, false);
+    get_nbi_warp, getmem_nbi_warp, warp, get_elems, false);
 rma_fns!(/// Non-blocking get by a block: data valid after `quiet_block`.
-    get_nbi_block, getmem_nbi_block, block, get_bytes, false);
+    get_nbi_block, getmem_nbi_block, block, get_elems, false);
 rma_fns!(/// Blocking get by one thread (`nvshmem_get`): data in `dest` on return.
-    get, getmem, thread, get_bytes, false);
+    get, getmem, thread, get_elems, false);
 rma_fns!(/// Blocking get by a warp: data in `dest` for every lane on return.
-    get_warp, getmem_warp, warp, get_bytes, true);
+    get_warp, getmem_warp, warp, get_elems, true);
 rma_fns!(/// Blocking get by a block: data in `dest` for every thread on return.
-    get_block, getmem_block, block, get_bytes, true);
+    get_block, getmem_block, block, get_elems, true);
 
 #[inline(always)]
 unsafe fn strided<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, g: Group) {

@@ -8,7 +8,7 @@
 //! whose exit carries an acquire fence) sees the data. Signal words are `u64`.
 
 use crate::abi::{Cmp, SignalOp};
-use crate::copy::copy_bytes;
+use crate::copy::copy_elems;
 use crate::group::Group;
 use crate::rma::{remote, remote_elem};
 use crate::{ptx, wait};
@@ -53,10 +53,10 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 }
 
 #[inline(always)]
-unsafe fn put_signal_bytes(
-    dest: *mut u8,
-    src: *const u8,
-    bytes: usize,
+unsafe fn put_signal_elems<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
     sig: *mut u64,
     value: u64,
     op: SignalOp,
@@ -64,9 +64,9 @@ unsafe fn put_signal_bytes(
     g: Group,
     call: &CStr,
 ) {
-    let r = remote(dest, bytes, pe, call);
+    let r = remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
     let s = remote_elem(sig, pe, call);
-    copy_bytes(r, src, bytes, g);
+    copy_elems(r.cast(), src, nelems, g, call);
     // Every thread's stores precede the leader's release (bar.sync, then a
     // cumulative release at system scope).
     g.sync();
@@ -84,7 +84,8 @@ macro_rules! put_signal_fns {
         /// `nelems` elements; `pe < n_pes()`. Group forms: every thread of the group calls.
         #[inline(always)]
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
-            $mem(dest.cast(), src.cast(), nelems * core::mem::size_of::<T>(), sig, value, op, pe);
+            const NAME: &str = concat!(stringify!($mem), "\0");
+            put_signal_elems(dest, src, nelems, sig, value, op, pe, Group::$group(), CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()));
         }
 
         $(#[$doc])*
@@ -94,8 +95,7 @@ macro_rules! put_signal_fns {
         /// As the typed form, with `bytes` bytes.
         #[inline(always)]
         pub unsafe fn $mem(dest: *mut u8, src: *const u8, bytes: usize, sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
-            const NAME: &str = concat!(stringify!($mem), "\0");
-            put_signal_bytes(dest, src, bytes, sig, value, op, pe, Group::$group(), CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()));
+            $typed(dest, src, bytes, sig, value, op, pe)
         }
     };
 }
