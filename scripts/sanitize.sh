@@ -93,6 +93,10 @@ fi
 filters=("$@")
 own_skips=(--skip errors:: --skip faults:: --skip lifecycle::)
 rc=0
+# summary_of LOG: the sanitizer's and the harness's summary lines of one run, on one line.
+summary_of() {
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$1" | tr '\n' ' '
+}
 # run TOOL NAME ARGS...: one sanitizer run of ./gpu with ARGS; NAME labels its log and summary line.
 run() {
   local tool=$1 name=$2
@@ -101,9 +105,7 @@ run() {
   "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
     ./gpu --test-threads 1 "$@" >"$log" 2>&1
   local r=$?
-  local summary
-  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')
-  echo "sanitize $tool $name: exit $r in $((SECONDS - t0)) s: $summary"
+  echo "sanitize $tool $name: exit $r in $((SECONDS - t0)) s: $(summary_of "$log")"
   if [ $r -ne 0 ]; then
     rc=1
     grep -E "^=========" "$log" | head -20
@@ -133,9 +135,7 @@ unit() {
   elif [ $r -ge 128 ]; then
     verdict=$cut
   fi
-  local line
-  line="$verdict $tool $t: exit $r in $((SECONDS - t0)) s: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test result" "$log" | tr '\n' ' ')"
-  echo "$line" | tee -a "${OUT:-.}/each-summary.txt"
+  echo "$verdict $tool $t: exit $r in $((SECONDS - t0)) s: $(summary_of "$log")" | tee -a "${OUT:-.}/each-summary.txt"
 }
 # each_test N: every (tool, test) as a unit, N at a time, most PEs first.
 each_test() {
@@ -148,7 +148,7 @@ each_test() {
   mapfile -t units < <(printf '%s\n' "${units[@]}" | sort -s -k1,1nr)
   echo "sanitize: ${#units[@]} tests × tools ${tools}, $n at a time"
   local tool u pes mode s="${OUT:-.}/each-summary.txt" wanted=0 started=0
-  touch "$s"
+  : >"$s" # this invocation's runs only (a warm machine keeps $OUT between calls)
   for u in "${units[@]}"; do
     read -r pes mode t <<<"$u"
     for tool in ${tools//,/ }; do

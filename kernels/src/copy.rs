@@ -19,7 +19,7 @@ use core::ffi::CStr;
 ///
 /// # Safety
 /// As [`copy_bytes`]; both pointers are aligned for `T` (checked in debug mode
-/// for `dst` on the one-element path, as `call`).
+/// on the one-element path, reported as `call`).
 #[inline(always)]
 pub(crate) unsafe fn copy_elems<T: bytemuck::Pod>(dst: *mut T, src: *const T, nelems: usize, g: Group, call: &CStr) {
     if nelems == 1 && core::mem::size_of::<T>() <= 16 {

@@ -39,19 +39,23 @@ pub(crate) unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) 
 #[inline(always)]
 pub(crate) unsafe fn remote_elem<T>(sym: *const T, pe: u32, call: &CStr) -> *mut T {
     debug::check_aligned(sym, call);
-    remote(sym.cast(), core::mem::size_of::<T>(), pe, call).cast()
+    remote_elems(sym, 1, pe, call)
+}
+
+/// [`remote`] for `nelems` elements of `T` starting at `sym`.
+#[inline(always)]
+pub(crate) unsafe fn remote_elems<T>(sym: *const T, nelems: usize, pe: u32, call: &CStr) -> *mut T {
+    remote(sym.cast(), nelems * core::mem::size_of::<T>(), pe, call).cast()
 }
 
 #[inline(always)]
 unsafe fn put_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32, g: Group, call: &CStr) {
-    let r = remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
-    copy_elems(r.cast(), src, nelems, g, call);
+    copy_elems(remote_elems(dest, nelems, pe, call), src, nelems, g, call);
 }
 
 #[inline(always)]
 unsafe fn get_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32, g: Group, call: &CStr) {
-    let r = remote(src.cast(), nelems * core::mem::size_of::<T>(), pe, call);
-    copy_elems(dest, r.cast::<T>(), nelems, g, call);
+    copy_elems(dest, remote_elems(src, nelems, pe, call), nelems, g, call);
 }
 
 /// Writes one element to `dest` on `pe` (`nvshmem_p`): a single store.

@@ -10,7 +10,7 @@
 use crate::abi::{Cmp, SignalOp};
 use crate::copy::copy_elems;
 use crate::group::Group;
-use crate::rma::{remote, remote_elem};
+use crate::rma::{remote_elem, remote_elems};
 use crate::{ptx, wait};
 use core::ffi::CStr;
 
@@ -64,9 +64,9 @@ unsafe fn put_signal_elems<T: bytemuck::Pod>(
     g: Group,
     call: &CStr,
 ) {
-    let r = remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
+    let r = remote_elems(dest, nelems, pe, call);
     let s = remote_elem(sig, pe, call);
-    copy_elems(r.cast(), src, nelems, g, call);
+    copy_elems(r, src, nelems, g, call);
     // Every thread's stores precede the leader's release (bar.sync, then a
     // cumulative release at system scope).
     g.sync();
