@@ -61,6 +61,18 @@ pub enum Error {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The bootstrap refused a rendezvous or a peer: a meeting place others can
+    /// control, a process of another user, or one that does not know the
+    /// job's secret. Nothing was sent to the refused peer.
+    #[error("PE {me}: bootstrap refused {}: {why}", path.display())]
+    BootstrapRefused {
+        /// The PE.
+        me: usize,
+        /// The rendezvous path or directory.
+        path: std::path::PathBuf,
+        /// What is wrong, with the other process's uid and pid where known.
+        why: String,
+    },
     /// PEs made the same collective call with different arguments.
     #[error("PE {me}: {call} arguments differ across PEs: {detail}")]
     Mismatch {

@@ -1,33 +1,15 @@
 //! The Unix-socket bootstrap with PEs as threads of this process, each with its
 //! own connection and `LaunchEnv`, as separate processes would have them.
 
-use gpushmem::bootstrap::env::LaunchEnv;
+mod common;
+
+use common::{env, socket_path};
 use gpushmem::bootstrap::socket::SocketBootstrap;
 use gpushmem::bootstrap::Bootstrap;
 use gpushmem::Error;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::path::Path;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// A socket path of its own for each test (tests run in parallel).
-fn socket_path(test: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    std::env::temp_dir().join(format!("gpushmem-test-{}-{test}-{n}.sock", std::process::id()))
-}
-
-fn env(rank: usize, size: usize, path: &Path) -> LaunchEnv {
-    LaunchEnv {
-        rank,
-        size,
-        local_rank: rank,
-        local_size: size,
-        device: None,
-        rendezvous: path.to_path_buf(),
-        source: "test",
-    }
-}
 
 /// Runs `f(bootstrap)` for each of `ranks` of a `size`-PE job on its own thread.
 fn spawn_pes<T: Send + 'static>(

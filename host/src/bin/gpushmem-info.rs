@@ -105,14 +105,20 @@ fn settings() -> Result<(), gpushmem::Error> {
     println!("  device debug checks: {} (GPUSHMEM_DEBUG_CHECKS)", if c.debug_checks { "on" } else { "off" });
     match LaunchEnv::from_env()? {
         Some(e) => println!(
-            "  launched by {}: PE {} of {}, local {} of {}, device {:?}, rendezvous {}",
+            "  launched by {}: PE {} of {}, local {} of {}, device {:?}, rendezvous {}{}, job secret {}",
             e.source,
             e.rank,
             e.size,
             e.local_rank,
             e.local_size,
             e.device,
-            e.rendezvous.display()
+            e.rendezvous.display(),
+            if e.private_dir.is_some() { " (private directory)" } else { " (GPUSHMEM_BOOTSTRAP)" },
+            if e.secret.is_some() {
+                "set"
+            } else {
+                "not set: any process of this user can join (set GPUSHMEM_BOOTSTRAP_SECRET)"
+            }
         ),
         None => println!(
             "  no launcher variables: a program started like this is a job of one PE (or uses gpushmem::Threads)"

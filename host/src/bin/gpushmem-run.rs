@@ -3,13 +3,15 @@
 //!
 //! Each PE gets `GPUSHMEM_RANK`, `GPUSHMEM_SIZE`, `GPUSHMEM_LOCAL_RANK`,
 //! `GPUSHMEM_LOCAL_SIZE`, `GPUSHMEM_BOOTSTRAP` (the socket path in a private
-//! temporary directory) and, with `--gpus`, `GPUSHMEM_DEVICE`; these are what
-//! `gpushmem::bootstrap::env::LaunchEnv` reads.
+//! temporary directory), `GPUSHMEM_BOOTSTRAP_SECRET` (a fresh random secret
+//! for this job: only PEs that know it can join) and, with `--gpus`,
+//! `GPUSHMEM_DEVICE`; these are what `gpushmem::bootstrap::env::LaunchEnv` reads.
 //!
 //! Each PE runs in its own process group, so that ending a PE also ends what it
 //! started (a shell's children), and a terminal's Ctrl-C reaches the PEs once,
 //! through the launcher.
 
+use gpushmem::bootstrap::auth::{Secret, SECRET_VAR};
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -275,6 +277,13 @@ fn run(o: &Options) -> i32 {
         }
     };
     let socket = dir.0.join("bootstrap.sock");
+    let secret = match Secret::generate_text() {
+        Ok(s) => s,
+        Err(e) => {
+            say!("cannot draw a random bootstrap secret: {e}");
+            return 1;
+        }
+    };
     let launcher = std::process::id() as i32;
     let mut pes: Vec<Pe> = Vec::new();
     // Exit status of the first failure, once there is one.
@@ -288,6 +297,7 @@ fn run(o: &Options) -> i32 {
             .env("GPUSHMEM_LOCAL_RANK", rank.to_string())
             .env("GPUSHMEM_LOCAL_SIZE", o.n.to_string())
             .env("GPUSHMEM_BOOTSTRAP", &socket)
+            .env(SECRET_VAR, &secret)
             .process_group(0);
         if !o.gpus.is_empty() {
             cmd.env("GPUSHMEM_DEVICE", o.gpus[rank % o.gpus.len()].to_string());

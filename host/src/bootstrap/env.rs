@@ -12,12 +12,20 @@
 //!
 //! A missing local rank or size defaults to the global one (a one-node job).
 //! `GPUSHMEM_DEVICE`, if set, is the PE's GPU ordinal for every launcher.
+//! `GPUSHMEM_BOOTSTRAP_SECRET`, if set, is the job's secret (at least 16 bytes):
+//! a PE joins only a PE 0 that proves knowledge of it, and PE 0 accepts only PEs
+//! that do ([`super::auth`]). `gpushmem-run` sets a fresh random one for every
+//! job; under `mpirun`/`srun`, export the same value to every rank (for example
+//! `GPUSHMEM_BOOTSTRAP_SECRET=$(openssl rand -hex 32) mpirun -x GPUSHMEM_BOOTSTRAP_SECRET …`).
 //!
 //! ## Rendezvous path
 //!
-//! `GPUSHMEM_BOOTSTRAP` if set (for any launcher). Otherwise a socket
-//! `gpushmem-<uid>-<job key>.sock` in [`std::env::temp_dir`], where the job key
-//! is something every rank of one launch on this node sees alike, and two
+//! `GPUSHMEM_BOOTSTRAP` if set (for any launcher): then the path is used as
+//! given, and the peer-credential and secret checks alone keep strangers out.
+//! Otherwise a socket `<job key>.sock` in this user's private rendezvous
+//! directory ([`super::rendezvous`]: `$XDG_RUNTIME_DIR/gpushmem` or
+//! `/tmp/gpushmem-<uid>`, mode 0700, checked before use), where the job key is
+//! something every rank of one launch on this node sees alike, and two
 //! concurrent launches do not:
 //!
 //! 1. `SLURM_JOB_ID` + `SLURM_STEP_ID` (one `srun` step) — first only when the
@@ -32,8 +40,10 @@
 //!
 //! The socket is node-local: a job whose ranks span nodes cannot meet this way.
 
+use super::auth::{Secret, MIN_SECRET_LEN, SECRET_VAR};
+use super::rendezvous::default_dir;
 use crate::{Error, Result};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// A PE's place in a multi-process job, as its launcher described it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +61,12 @@ pub struct LaunchEnv {
     pub device: Option<usize>,
     /// Unix socket path where PE 0 listens and the other PEs connect.
     pub rendezvous: PathBuf,
+    /// The directory holding a default `rendezvous` path, which every PE creates
+    /// (mode 0700) and checks to be private before use; `None` for a path given
+    /// in `GPUSHMEM_BOOTSTRAP`, used as it is.
+    pub private_dir: Option<PathBuf>,
+    /// The job's secret (`GPUSHMEM_BOOTSTRAP_SECRET`), if the launcher set one.
+    pub secret: Option<Secret>,
     /// Which launcher's variables these came from (`"gpushmem-run"`, `"Open MPI"`, `"PMI"`, `"Slurm"`).
     pub source: &'static str,
 }
@@ -143,11 +159,27 @@ impl LaunchEnv {
             return Err(bad(src.local_rank, &local_rank.to_string(), why));
         }
         let device = number("GPUSHMEM_DEVICE")?;
-        let rendezvous = match get("GPUSHMEM_BOOTSTRAP") {
-            Some(p) => PathBuf::from(p),
-            None => default_rendezvous(&job_key(&get, src.name == "Slurm")),
+        let (rendezvous, private_dir) = match get("GPUSHMEM_BOOTSTRAP") {
+            Some(p) => (PathBuf::from(p), None),
+            None => {
+                let dir = default_dir(&get);
+                let path = default_rendezvous(&dir, &job_key(&get, src.name == "Slurm"));
+                let dir = path.parent().map(Path::to_path_buf);
+                (path, dir)
+            }
         };
-        Ok(Some(LaunchEnv { rank, size, local_rank, local_size, device, rendezvous, source: src.name }))
+        let secret = match get(SECRET_VAR) {
+            None => None,
+            Some(text) => Some(Secret::from_text(&text).ok_or_else(|| {
+                bad(
+                    SECRET_VAR,
+                    "<hidden>",
+                    format!("too short: use at least {MIN_SECRET_LEN} random bytes (e.g. 64 hex digits)"),
+                )
+            })?),
+        };
+        let source = src.name;
+        Ok(Some(LaunchEnv { rank, size, local_rank, local_size, device, rendezvous, private_dir, secret, source }))
     }
 }
 
@@ -173,26 +205,24 @@ fn job_key(get: &impl Fn(&str) -> Option<String>, slurm_first: bool) -> String {
     key.unwrap_or_else(|| format!("ppid-{}", unsafe { libc::getppid() }))
 }
 
-/// The socket path for a job key: readable when it fits, hashed when too long.
-fn default_rendezvous(key: &str) -> PathBuf {
-    // The uid keeps users of a shared /tmp apart (one cannot remove another's stale socket).
-    // SAFETY: getuid cannot fail and touches no memory of ours.
-    let uid = unsafe { libc::getuid() };
+/// The socket path for a job key in the private directory `dir`: readable when
+/// it fits, hashed when too long.
+fn default_rendezvous(dir: &Path, key: &str) -> PathBuf {
     let clean: String =
         key.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
-    let dir = std::env::temp_dir();
-    let path = dir.join(format!("gpushmem-{uid}-{clean}.sock"));
+    let path = dir.join(format!("{clean}.sock"));
     if path.as_os_str().len() <= MAX_SOCKET_PATH {
         return path;
     }
     // FNV-1a: stable across processes and builds, unlike std's hasher.
     let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-    let path = dir.join(format!("gpushmem-{uid}-{hash:016x}.sock"));
+    let path = dir.join(format!("{hash:016x}.sock"));
     if path.as_os_str().len() <= MAX_SOCKET_PATH {
         path
     } else {
-        // TMPDIR itself is too long for a socket address.
-        PathBuf::from(format!("/tmp/gpushmem-{uid}-{hash:016x}.sock"))
+        // The directory itself is too long for a socket address.
+        let uid = super::rendezvous::my_uid();
+        PathBuf::from(format!("/tmp/gpushmem-{uid}/{hash:016x}.sock"))
     }
 }
 
@@ -243,6 +273,8 @@ mod tests {
                 local_size: 4,
                 device: Some(3),
                 rendezvous: "/tmp/x/bootstrap.sock".into(),
+                private_dir: None,
+                secret: None,
                 source: "gpushmem-run",
             }
         );
@@ -264,8 +296,11 @@ mod tests {
         assert_eq!(e.source, "Open MPI");
         // Open MPI's own job id wins over an enclosing Slurm allocation's.
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
-        assert!(name.ends_with("-ompi-12345.sock"), "{name}");
-        assert!(e.rendezvous.starts_with(std::env::temp_dir()));
+        assert_eq!(name, "ompi-12345.sock");
+        // In this user's private directory (no TMPDIR or XDG_RUNTIME_DIR in this lookup).
+        let dir = PathBuf::from(format!("/tmp/gpushmem-{}", super::super::rendezvous::my_uid()));
+        assert_eq!(e.rendezvous.parent(), Some(dir.as_path()));
+        assert_eq!(e.private_dir, Some(dir));
 
         let e = lookup(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("GPUSHMEM_DEVICE", "0")]).unwrap().unwrap();
         assert_eq!((e.rank, e.size, e.local_rank, e.local_size, e.device), (1, 2, 1, 2, Some(0)));
@@ -273,7 +308,7 @@ mod tests {
         // No job id at all: the parent process id.
         let ppid = unsafe { libc::getppid() };
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
-        assert!(name.ends_with(&format!("-ppid-{ppid}.sock")), "{name}");
+        assert_eq!(name, format!("ppid-{ppid}.sock"));
     }
 
     #[test]
@@ -290,13 +325,14 @@ mod tests {
         assert_eq!((e.rank, e.size, e.local_rank, e.local_size), (3, 4, 1, 2));
         assert_eq!(e.source, "Slurm");
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
-        assert!(name.ends_with("-slurm-991.2.sock"), "{name}");
+        assert_eq!(name, "slurm-991.2.sock");
         // Uneven nodes: Slurm writes a pattern, and only the job size is known.
         let e = lookup(&[&base[..], &[("SLURM_NTASKS_PER_NODE", "2(x2)")]].concat()).unwrap().unwrap();
         assert_eq!(e.local_size, 4);
         // An explicit path wins for every source.
         let e = lookup(&[&base[..], &[("GPUSHMEM_BOOTSTRAP", "/run/me.sock")]].concat()).unwrap().unwrap();
         assert_eq!(e.rendezvous, PathBuf::from("/run/me.sock"));
+        assert_eq!(e.private_dir, None);
     }
 
     #[test]
@@ -304,12 +340,29 @@ mod tests {
         let e =
             lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", "prterun-host/1@2")]).unwrap().unwrap();
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
-        assert!(name.ends_with("-pmix-prterun-host_1_2.sock"), "{name}");
+        assert_eq!(name, "pmix-prterun-host_1_2.sock");
         let long = "n".repeat(300);
         let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", &long)]).unwrap().unwrap();
         assert!(e.rendezvous.as_os_str().len() <= MAX_SOCKET_PATH, "{:?}", e.rendezvous);
         let again = lookup(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("PMIX_NAMESPACE", &long)]).unwrap().unwrap();
         assert_eq!(e.rendezvous, again.rendezvous);
+        // TMPDIR too long for a socket address: /tmp instead.
+        let tmp = format!("/{}", "t".repeat(120));
+        let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("TMPDIR", &tmp)]).unwrap().unwrap();
+        assert!(e.rendezvous.to_str().unwrap().starts_with("/tmp/gpushmem-"), "{:?}", e.rendezvous);
+        assert_eq!(e.private_dir.as_deref(), e.rendezvous.parent());
+    }
+
+    #[test]
+    fn secret_is_read_and_checked() {
+        let base = [("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "2")];
+        assert_eq!(lookup(&base).unwrap().unwrap().secret, None);
+        let text = "f00dfeedf00dfeedf00dfeed";
+        let e = lookup(&[&base[..], &[(SECRET_VAR, text)]].concat()).unwrap().unwrap();
+        assert_eq!(e.secret, Secret::from_text(text));
+        assert!(!format!("{e:?}").contains(text), "Debug shows the secret");
+        let err = lookup(&[&base[..], &[(SECRET_VAR, "1234")]].concat()).unwrap_err().to_string();
+        assert!(err.contains(SECRET_VAR) && err.contains("too short") && !err.contains("1234"), "{err}");
     }
 
     #[test]

@@ -6,10 +6,16 @@
 //!   (PE 0 serves, the others connect), as set up by `gpushmem-run` or an
 //!   MPI/Slurm launcher ([`env::LaunchEnv`]).
 //!
+//! Only processes of this user that know the job's secret can join
+//! ([`auth`]), and the default meeting place is a private directory
+//! ([`rendezvous`]).
+//!
 //! Every wait has a timeout ([`crate::Config::bootstrap_timeout`]) and its
 //! error names the PEs that did not arrive.
 
+pub mod auth;
 pub mod env;
+pub(crate) mod rendezvous;
 pub mod socket;
 pub mod threads;
 

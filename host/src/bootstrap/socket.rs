@@ -1,7 +1,19 @@
 //! Bootstrap for one process per PE, over a Unix-domain socket on one node.
 //!
 //! PE 0 listens at [`LaunchEnv::rendezvous`] and every other PE connects to it:
-//! a star. An allgather is one round trip: each PE sends its contribution to
+//! a star.
+//!
+//! Joining is authenticated before any payload moves:
+//! 1. both ends read the other's user id from the kernel (`SO_PEERCRED`); a
+//!    process of another user gets nothing ([`Error::BootstrapRefused`] for
+//!    the connecting PE; PE 0 closes such a connection and keeps waiting);
+//! 2. PE 0 sends a challenge (a fresh nonce); the PE answers with its rank,
+//!    the job size, a nonce of its own and an HMAC over both nonces keyed with
+//!    the job's secret ([`super::auth`]); PE 0 refuses a wrong proof;
+//! 3. PE 0's "every PE connected" carries its own proof, which the PE checks:
+//!    neither end takes the other's word without the secret.
+//!
+//! An allgather is one round trip: each PE sends its contribution to
 //! PE 0, which answers every PE with all contributions in PE order. Messages
 //! carry a round number, so a PE out of step is an error, never mixed data.
 //!
@@ -16,7 +28,9 @@
 //! After a failure the bootstrap is unusable: later calls fail at once with
 //! [`Error::PeerFailed`] naming the PE of the first failure.
 
+use super::auth::{nonce, peer_cred, prove, verify, PeerCred, NONCE, PROOF, SECRET_VAR};
 use super::env::LaunchEnv;
+use super::rendezvous::{ensure_private_dir, my_uid};
 use super::Bootstrap;
 use crate::{Error, Result};
 use std::io;
@@ -29,13 +43,24 @@ use std::time::{Duration, Instant};
 
 /// Identifies the protocol (and its version) in a hello, so that a stray
 /// connection to the socket is ignored rather than taken for a PE.
-const MAGIC: u64 = u64::from_le_bytes(*b"gpshmBS1");
+const MAGIC: u64 = u64::from_le_bytes(*b"gpshmBS2");
 
 /// kind (1) + from (4) + round (8) + payload length (8).
 const HEADER: usize = 21;
 
 /// Largest hello accepted: a stray client cannot make PE 0 allocate much.
-const MAX_HELLO: u64 = 64;
+const MAX_HELLO: u64 = 128;
+
+/// Hello payload: magic, job size, the PE's nonce, its proof.
+const HELLO_LEN: usize = 16 + NONCE + PROOF;
+
+/// Labels of the two proofs, so that neither can stand for the other.
+const PROOF_HELLO: &[u8] = b"gpushmem bootstrap: PE to PE 0";
+const PROOF_READY: &[u8] = b"gpushmem bootstrap: PE 0 to PE";
+
+/// How long PE 0 waits for one connection's hello: a silent stray connection
+/// must not hold up the PEs behind it.
+const HELLO_WAIT: Duration = Duration::from_secs(5);
 
 /// Message kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,13 +79,27 @@ enum Kind {
     Timeout = 6,
     /// PE 0 → PE: PEs disagree about the job; payload = the details.
     Mismatch = 7,
+    /// PE 0 → connecting process, first: magic and PE 0's nonce.
+    Challenge = 8,
+    /// PE 0 → connecting process: not admitted; payload = why.
+    Refused = 9,
 }
 
 impl Kind {
     fn from_u8(b: u8) -> Option<Kind> {
-        [Kind::Hello, Kind::Ready, Kind::Contrib, Kind::Result, Kind::Abort, Kind::Timeout, Kind::Mismatch]
-            .into_iter()
-            .find(|k| *k as u8 == b)
+        [
+            Kind::Hello,
+            Kind::Ready,
+            Kind::Contrib,
+            Kind::Result,
+            Kind::Abort,
+            Kind::Timeout,
+            Kind::Mismatch,
+            Kind::Challenge,
+            Kind::Refused,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == b)
     }
 }
 
@@ -134,6 +173,9 @@ impl SocketBootstrap {
             what: "create the wake-up pipe".into(),
             source,
         })?;
+        if let (Some(dir), true) = (&env.private_dir, env.size > 1) {
+            ensure_private_dir(dir, env.rank)?;
+        }
         let links = match (env.size, env.rank) {
             (1, _) => Vec::new(),
             (_, 0) => serve(env, timeout)?,
@@ -412,7 +454,7 @@ fn grace(timeout: Duration) -> Duration {
     (timeout / 2).min(Duration::from_secs(2))
 }
 
-/// PE 0's side of connecting: listen, accept `size - 1` PEs, say Ready.
+/// PE 0's side of connecting: listen, admit `size - 1` PEs, say Ready.
 fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let (size, path) = (env.size, env.rendezvous.as_path());
     let io_err = |what: String, source| Error::BootstrapIo { me: 0, what, source };
@@ -423,30 +465,38 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let _unlink = RemoveOnDrop(path);
     listener.set_nonblocking(true).map_err(|e| io_err("set the listening socket non-blocking".into(), e))?;
     log::debug!("PE 0: listening at {} for {} PEs", path.display(), size - 1);
-    let mut links: Vec<Option<UnixStream>> = (0..size).map(|_| None).collect();
+    // Per PE: its connection and the proof its Ready carries.
+    let mut links: Vec<Option<(UnixStream, [u8; PROOF])>> = (0..size).map(|_| None).collect();
+    // Connections turned away, for the error should PEs then be missing.
+    let mut refused: Vec<String> = Vec::new();
     let mut joined = 1;
     // Sends `kind` to every PE connected so far and returns `err`.
-    let fail_all = |links: &[Option<UnixStream>], kind: Kind, from: usize, payload: &[u8], err: Error| {
-        let until = Instant::now() + timeout.min(Duration::from_secs(1));
-        for s in links.iter().flatten() {
-            let _ = write_frame(s, kind, from, 0, payload, None, until);
-        }
-        err
-    };
+    let fail_all =
+        |links: &[Option<(UnixStream, [u8; PROOF])>], kind: Kind, from: usize, payload: &[u8], err: Error| {
+            let until = Instant::now() + timeout.min(Duration::from_secs(1));
+            for (s, _) in links.iter().flatten() {
+                let _ = write_frame(s, kind, from, 0, payload, None, until);
+            }
+            err
+        };
     while joined < size {
         // Watch the connected PEs too: one that dies now fails the job at once.
         let connected: Vec<usize> = (1..size).filter(|&pe| links[pe].is_some()).collect();
         let mut fds: Vec<libc::pollfd> = connected
             .iter()
-            .map(|&pe| pollfd(links[pe].as_ref().map_or(-1, |s| s.as_raw_fd()), libc::POLLIN))
+            .map(|&pe| pollfd(links[pe].as_ref().map_or(-1, |l| l.0.as_raw_fd()), libc::POLLIN))
             .collect();
         fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
         match poll(&mut fds, deadline) {
             Ok(true) => {}
             Ok(false) => {
                 let missing: Vec<usize> = (1..size).filter(|&pe| links[pe].is_none()).collect();
-                let payload = encode_timeout("connect", &missing);
-                let err = Error::BootstrapTimeout { me: 0, what: "connect".into(), timeout, missing };
+                let what = match refused.is_empty() {
+                    true => "connect".to_string(),
+                    false => format!("connect (connections refused meanwhile: {})", refused.join("; ")),
+                };
+                let payload = encode_timeout(&what, &missing);
+                let err = Error::BootstrapTimeout { me: 0, what, timeout, missing };
                 return Err(fail_all(&links, Kind::Timeout, 0, &payload, err));
             }
             Err(e) => return Err(io_err("wait for PEs to connect".into(), e)),
@@ -472,19 +522,19 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                     return Err(fail_all(&links, Kind::Abort, 0, b"PE 0 failed to accept", io_err("accept".into(), e)))
                 }
             };
-            let hello = match read_frame(&stream, None, deadline, MAX_HELLO) {
-                Ok(f) if f.kind == Kind::Hello && f.payload.len() == 16 && f.payload[..8] == MAGIC.to_le_bytes() => f,
-                Ok(_) | Err(Stop::Garbled(_)) => {
-                    log::warn!("PE 0: ignoring a connection to {} that is not a gpushmem PE", path.display());
+            let (pe, their_size, ready) = match admit(&stream, env, deadline) {
+                Ok(a) => a,
+                Err(Turned::Away(why)) => {
+                    log::warn!("PE 0: refused a connection to {}: {why}", path.display());
+                    refused.push(why);
                     continue;
                 }
                 // A probe (see `claim`) or a PE that died at once; a PE that is really gone shows up as missing.
-                Err(stop) => {
+                Err(Turned::Silent(stop)) => {
                     log::debug!("PE 0: ignoring a connection that sent no hello: {stop:?}");
                     continue;
                 }
             };
-            let (pe, their_size) = (hello.from, u64::from_le_bytes(hello.payload[8..].try_into().unwrap_or_default()));
             let problem = if their_size != size as u64 {
                 Some(format!("PE {pe} was started for a job of {their_size} PEs, PE 0 for {size} PEs"))
             } else if pe == 0 || pe >= size {
@@ -501,20 +551,23 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                 let err = Error::Mismatch { me: 0, call: "bootstrap connect", detail: detail.clone() };
                 return Err(fail_all(&links, Kind::Mismatch, 0, detail.as_bytes(), err));
             }
-            links[pe] = Some(stream);
+            links[pe] = Some((stream, ready));
             joined += 1;
             log::debug!("PE 0: PE {pe} connected ({joined}/{size})");
         }
     }
-    let links: Vec<Link> =
-        links.into_iter().enumerate().filter_map(|(pe, s)| s.map(|stream| Link { pe, stream })).collect();
-    for l in &links {
-        match write_frame(&l.stream, Kind::Ready, 0, 0, &[], None, deadline) {
+    let links: Vec<(Link, [u8; PROOF])> = links
+        .into_iter()
+        .enumerate()
+        .filter_map(|(pe, l)| l.map(|(stream, ready)| (Link { pe, stream }, ready)))
+        .collect();
+    for (l, ready) in &links {
+        match write_frame(&l.stream, Kind::Ready, 0, 0, ready, None, deadline) {
             Ok(()) => {}
             Err(stop) => {
                 let why = format!("PE {} left while connecting: {stop:?}", l.pe);
                 let until = Instant::now() + timeout.min(Duration::from_secs(1));
-                for other in links.iter().filter(|o| o.pe != l.pe) {
+                for (other, _) in links.iter().filter(|o| o.0.pe != l.pe) {
                     let _ = write_frame(&other.stream, Kind::Abort, l.pe, 0, why.as_bytes(), None, until);
                 }
                 return Err(Error::PeerFailed { me: 0, peer: l.pe, why });
@@ -522,19 +575,72 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         }
     }
     log::debug!("PE 0: all {size} PEs connected");
-    Ok(links)
+    Ok(links.into_iter().map(|(l, _)| l).collect())
+}
+
+/// Why PE 0 did not admit a connection.
+enum Turned {
+    /// Refused (another user, no proof of the secret, not this protocol): the reason.
+    Away(String),
+    /// Went quiet or closed before its hello.
+    Silent(Stop),
+}
+
+/// Authenticates one accepted connection (its user, then its proof of the
+/// secret) and returns the PE's rank, its job size and the proof for its Ready.
+fn admit(
+    stream: &UnixStream,
+    env: &LaunchEnv,
+    deadline: Instant,
+) -> std::result::Result<(usize, u64, [u8; PROOF]), Turned> {
+    let cred = peer_cred(stream).map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
+    if cred.uid != my_uid() {
+        // Another user's process gets nothing, not even the challenge.
+        return Err(Turned::Away(format!(
+            "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
+            cred.uid,
+            cred.pid,
+            my_uid()
+        )));
+    }
+    let until = deadline.min(Instant::now() + HELLO_WAIT);
+    let mine = nonce().map_err(|e| Turned::Away(format!("no random nonce for pid {}: {e}", cred.pid)))?;
+    write_frame(stream, Kind::Challenge, 0, 0, &[&MAGIC.to_le_bytes()[..], &mine].concat(), None, until)
+        .map_err(Turned::Silent)?;
+    let f = match read_frame(stream, None, until, MAX_HELLO) {
+        Ok(f) if f.kind == Kind::Hello && f.payload.len() == HELLO_LEN && f.payload[..8] == MAGIC.to_le_bytes() => f,
+        Ok(_) | Err(Stop::Garbled(_)) => {
+            return Err(Turned::Away(format!("pid {} is not a gpushmem PE of this version", cred.pid)))
+        }
+        Err(stop) => return Err(Turned::Silent(stop)),
+    };
+    let their_size = u64::from_le_bytes(f.payload[8..16].try_into().unwrap_or_default());
+    let (theirs, proof) = f.payload[16..].split_at(NONCE);
+    let size = usize::try_from(their_size).unwrap_or(usize::MAX);
+    if !verify(env.secret.as_ref(), PROOF_HELLO, (&mine, theirs), f.from, size, proof) {
+        let why = format!(
+            "pid {} (as PE {}) did not prove this job's secret: it was started with a different or no \
+             {SECRET_VAR} (another job at the same rendezvous path?)",
+            cred.pid, f.from
+        );
+        let _ = write_frame(stream, Kind::Refused, 0, 0, why.as_bytes(), None, until);
+        return Err(Turned::Away(why));
+    }
+    Ok((f.from, their_size, prove(env.secret.as_ref(), PROOF_READY, (&mine, theirs), f.from, size)))
 }
 
 /// Makes `path` free for PE 0's socket: removes a stale socket file, but
 /// refuses to take over one that a live process is listening on.
 fn claim(path: &Path) -> Result<()> {
     match UnixStream::connect(path) {
-        Ok(_) => Err(Error::Config {
+        Ok(s) => Err(Error::Config {
             name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
             value: path.display().to_string(),
-            why: "another process is already serving as PE 0 there: two jobs share this path, \
-                  or two processes were given rank 0"
-                .into(),
+            why: format!(
+                "another process ({}) is already serving as PE 0 there: two jobs share this path, \
+                 or two processes were given rank 0",
+                peer_cred(&s).map_or_else(|e| format!("credentials unknown: {e}"), describe)
+            ),
         }),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         // Never delete what is not a socket: the path may be a mistake.
@@ -558,6 +664,11 @@ fn claim(path: &Path) -> Result<()> {
     }
 }
 
+/// "uid U, pid P", as errors name a process.
+fn describe(c: PeerCred) -> String {
+    format!("uid {}, pid {}", c.uid, c.pid)
+}
+
 /// Removes a file when dropped.
 struct RemoveOnDrop<'a>(&'a Path);
 
@@ -567,7 +678,8 @@ impl Drop for RemoveOnDrop<'_> {
     }
 }
 
-/// A PE other than 0 connecting: connect (retrying), hello, wait for Ready.
+/// A PE other than 0 connecting: connect (retrying), check who listens,
+/// answer the challenge, wait for Ready and check PE 0's proof.
 fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let (me, path) = (env.rank, env.rendezvous.as_path());
     let start = Instant::now();
@@ -594,46 +706,91 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         }
     };
     log::debug!("PE {me}: connected to PE 0 at {} after {:?}", path.display(), start.elapsed());
-    let hello = [MAGIC.to_le_bytes(), (env.size as u64).to_le_bytes()].concat();
+    let refuse = |why: String| Error::BootstrapRefused { me, path: path.to_path_buf(), why };
+    let cred = peer_cred(&stream).map_err(|source| Error::BootstrapIo {
+        me,
+        what: format!("read the credentials of the process at {}", path.display()),
+        source,
+    })?;
+    if cred.uid != my_uid() {
+        return Err(refuse(format!(
+            "the process listening there ({}) runs as another user, not as this one (uid {}): \
+             it is not this job's PE 0, and nothing was sent to it",
+            describe(cred),
+            my_uid()
+        )));
+    }
+    let what = "connect (waiting for PE 0's challenge)";
+    let challenge = read_frame(&stream, None, deadline + grace(timeout), MAX_HELLO)
+        .map_err(|stop| join_stopped(me, what, timeout, stop))?;
+    let theirs = match challenge.payload.split_at_checked(8) {
+        Some((magic, nonce))
+            if challenge.kind == Kind::Challenge && magic == MAGIC.to_le_bytes() && nonce.len() == NONCE =>
+        {
+            nonce
+        }
+        _ => {
+            let detail = format!(
+                "the process at {} ({}) is not a gpushmem PE 0 of this version: it sent {:?}",
+                path.display(),
+                describe(cred),
+                challenge.kind
+            );
+            return Err(Error::BootstrapIo {
+                me,
+                what: what.into(),
+                source: io::Error::new(io::ErrorKind::InvalidData, detail),
+            });
+        }
+    };
+    let mine = nonce().map_err(|source| Error::BootstrapIo { me, what: "draw a random nonce".into(), source })?;
+    let proof = prove(env.secret.as_ref(), PROOF_HELLO, (theirs, &mine), me, env.size);
+    let hello = [&MAGIC.to_le_bytes()[..], &(env.size as u64).to_le_bytes(), &mine, &proof].concat();
     let reply = match write_frame(&stream, Kind::Hello, me, 0, &hello, None, deadline) {
         // PE 0 may have answered before closing: read it.
         Ok(()) | Err(Stop::Closed) => read_frame(&stream, None, deadline + grace(timeout), 1 << 20),
         Err(stop) => Err(stop),
     };
     let what = "connect (waiting for PE 0 to report that every PE connected)";
-    match reply {
-        Ok(f) if f.kind == Kind::Ready => {
+    let f = reply.map_err(|stop| join_stopped(me, what, timeout, stop))?;
+    let text = || String::from_utf8_lossy(&f.payload).into_owned();
+    match f.kind {
+        Kind::Ready if verify(env.secret.as_ref(), PROOF_READY, (theirs, &mine), me, env.size, &f.payload) => {
             log::debug!("PE {me}: every PE connected");
             Ok(vec![Link { pe: 0, stream }])
         }
-        Ok(f) => {
-            let text = String::from_utf8_lossy(&f.payload).into_owned();
-            Err(match f.kind {
-                Kind::Abort => Error::PeerFailed { me, peer: f.from, why: text },
-                Kind::Mismatch => Error::Mismatch { me, call: "bootstrap connect", detail: text },
-                Kind::Timeout => {
-                    let (op, missing) = decode_timeout(&f.payload);
-                    Error::BootstrapTimeout { me, what: format!("{op} (reported by PE 0)"), timeout, missing }
-                }
-                k => Error::BootstrapIo {
-                    me,
-                    what: what.into(),
-                    source: io::Error::new(io::ErrorKind::InvalidData, format!("unexpected {k:?} from PE 0")),
-                },
-            })
+        Kind::Ready => Err(refuse(format!(
+            "PE 0 ({}) did not prove this job's secret: it was started with a different or no {SECRET_VAR} \
+             (another job at the same rendezvous path?)",
+            describe(cred)
+        ))),
+        Kind::Refused => Err(refuse(format!("PE 0 ({}) refused this PE: {}", describe(cred), text()))),
+        Kind::Abort => Err(Error::PeerFailed { me, peer: f.from, why: text() }),
+        Kind::Mismatch => Err(Error::Mismatch { me, call: "bootstrap connect", detail: text() }),
+        Kind::Timeout => {
+            let (op, missing) = decode_timeout(&f.payload);
+            Err(Error::BootstrapTimeout { me, what: format!("{op} (reported by PE 0)"), timeout, missing })
         }
-        Err(Stop::Closed) => {
-            Err(Error::PeerFailed { me, peer: 0, why: "PE 0 closed the bootstrap connection during connect".into() })
+        k => Err(Error::BootstrapIo {
+            me,
+            what: what.into(),
+            source: io::Error::new(io::ErrorKind::InvalidData, format!("unexpected {k:?} from PE 0")),
+        }),
+    }
+}
+
+/// The error of a PE whose transfer with PE 0 stopped while joining.
+fn join_stopped(me: usize, what: &str, timeout: Duration, stop: Stop) -> Error {
+    let what = what.to_string();
+    match stop {
+        Stop::Closed => {
+            Error::PeerFailed { me, peer: 0, why: "PE 0 closed the bootstrap connection during connect".into() }
         }
-        Err(Stop::TimedOut) => Err(Error::BootstrapTimeout { me, what: what.into(), timeout, missing: vec![0] }),
-        Err(Stop::Io(source)) => Err(Error::BootstrapIo { me, what: what.into(), source }),
-        Err(Stop::Garbled(d)) => {
-            Err(Error::BootstrapIo { me, what: what.into(), source: io::Error::new(io::ErrorKind::InvalidData, d) })
-        }
+        Stop::TimedOut => Error::BootstrapTimeout { me, what, timeout, missing: vec![0] },
+        Stop::Io(source) => Error::BootstrapIo { me, what, source },
+        Stop::Garbled(d) => Error::BootstrapIo { me, what, source: io::Error::new(io::ErrorKind::InvalidData, d) },
         // No wake-up pipe is watched while connecting.
-        Err(Stop::Woken) => {
-            Err(Error::BootstrapIo { me, what: what.into(), source: io::ErrorKind::Interrupted.into() })
-        }
+        Stop::Woken => Error::BootstrapIo { me, what, source: io::ErrorKind::Interrupted.into() },
     }
 }
 

@@ -1,0 +1,37 @@
+//! Helpers shared by the bootstrap test binaries.
+#![allow(dead_code)]
+
+use gpushmem::bootstrap::auth::Secret;
+use gpushmem::bootstrap::env::LaunchEnv;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The secret of the tests' jobs unless a test says otherwise.
+pub const SECRET: &str = "test-secret-0123456789abcdef";
+
+/// A socket path of its own for each test (tests run in parallel).
+pub fn socket_path(test: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("gpushmem-test-{}-{test}-{n}.sock", std::process::id()))
+}
+
+/// PE `rank` of a `size`-PE job meeting at `path`, with the job secret `secret`.
+pub fn env_with(rank: usize, size: usize, path: &Path, secret: Option<&str>) -> LaunchEnv {
+    LaunchEnv {
+        rank,
+        size,
+        local_rank: rank,
+        local_size: size,
+        device: None,
+        rendezvous: path.to_path_buf(),
+        private_dir: None,
+        secret: secret.map(|s| Secret::from_text(s).expect("test secret too short")),
+        source: "test",
+    }
+}
+
+/// PE `rank` of a `size`-PE job meeting at `path`, with the tests' secret.
+pub fn env(rank: usize, size: usize, path: &Path) -> LaunchEnv {
+    env_with(rank, size, path, Some(SECRET))
+}
