@@ -8,6 +8,8 @@ if [ -f bundle.tar.gz ] && [ ! -d bin ]; then
 fi
 cd bin
 export PATH="$PWD:$PATH" GPUSHMEM_RUN="$PWD/gpushmem-run"
+# No usable GPU here is a failure of the run, never a green run of ignored tests.
+export GPUSHMEM_REQUIRE_GPU=1
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 if [ $# -eq 0 ] || [ "$1" = tests ]; then

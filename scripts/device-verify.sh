@@ -24,6 +24,8 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 export PATH="$PWD:$PATH" GPUSHMEM_RUN="$PWD/gpushmem-run"
+# No usable GPU here is a failure of the run, never a green run of ignored tests.
+export GPUSHMEM_REQUIRE_GPU=1
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 logs=${OUT:-$PWD}/verify
 mkdir -p "$logs"
@@ -65,11 +67,19 @@ if has perf; then
   step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks pingpong-placement latency barrier init \
     --csv "$logs/perf.csv" --json "$logs/perf.json"
 fi
-if has nvshmem && [ -f ../../bench/nvshmem/build.sh ]; then
-  step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb
-  [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem 120 /tmp/nvb/run-nvshmem-perf pingpong --csv "$logs/nvshmem.csv"
-  [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-barrier 60 /tmp/nvb/run-nvshmem-perf barrier --csv "$logs/nvshmem-barrier.csv"
-  [ -x /tmp/nvb/run-nvshmem-perf ] && step nvshmem-placement 120 /tmp/nvb/run-nvshmem-perf pingpong-placement --csv "$logs/nvshmem-placement.csv"
+# A missing NVSHMEM build script or program is a failed part with a line saying so, never silence.
+nvshmem_step() { # nvshmem_step NAME LIMIT PROGRAM ARGS...
+  if [ -x "$3" ]; then step "$@"; else echo "verify $1: not run: $3 was not built (see $logs/nvshmem-build.log)"; rc=1; fi
+}
+if has nvshmem; then
+  if [ -f ../../bench/nvshmem/build.sh ]; then
+    step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb
+  else
+    echo "verify nvshmem-build: not run: ../../bench/nvshmem/build.sh not found (run from stage/bin of a checkout)"; rc=1
+  fi
+  nvshmem_step nvshmem 120 /tmp/nvb/run-nvshmem-perf pingpong --csv "$logs/nvshmem.csv"
+  nvshmem_step nvshmem-barrier 60 /tmp/nvb/run-nvshmem-perf barrier --csv "$logs/nvshmem-barrier.csv"
+  nvshmem_step nvshmem-placement 120 /tmp/nvb/run-nvshmem-perf pingpong-placement --csv "$logs/nvshmem-placement.csv"
 fi
 [ -n "${dmon:-}" ] && kill "$dmon" 2>/dev/null
 if has ncu; then
@@ -101,7 +111,7 @@ if has multigpu; then
   for n in 2 4 8; do
     [ "$n" -le "$ngpu" ] || continue
     if [ "$n" -eq 2 ]; then what=all; else what=barrier; fi
-    [ -x /tmp/nvb/run-nvshmem-perf-multi ] && step "nvshmem-multigpu-$n" 300 /tmp/nvb/run-nvshmem-perf-multi \
+    nvshmem_step "nvshmem-multigpu-$n" 300 /tmp/nvb/run-nvshmem-perf-multi \
       --npes "$n" "$what" --min-size 4k --csv "$logs/nvshmem-multigpu-$n.csv"
   done
 fi

@@ -63,7 +63,7 @@
 # any tool reports an error, a test fails or a run does not finish.
 set -uo pipefail
 cd "$(dirname "$0")"
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 GPUSHMEM_RUN="$PWD/gpushmem-run"
+export GPUSHMEM_REQUIRE_GPU=1 NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 GPUSHMEM_RUN="$PWD/gpushmem-run"
 # Device waits of the tests: 600 s instead of 20 (GPUSHMEM_TEST_TIMEOUT, see
 # tests/gpu/common.rs `config`): under the sanitizer a PE can start well after
 # the others; a real hang still ends, just later.

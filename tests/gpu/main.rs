@@ -1,5 +1,6 @@
 //! GPU test suite. Runs the GPU tests when a CUDA driver and GPU are present;
-//! otherwise reports each as ignored (kind "needs GPU") and prints why.
+//! otherwise reports each as ignored (kind "needs GPU") and prints why — or,
+//! with `GPUSHMEM_REQUIRE_GPU=1` (set by the GPU scripts), fails.
 //! The same binary, built on a CPU machine, runs them on a GPU machine.
 //!
 //! With `GPUSHMEM_TEST_CHILD=<scenario>` the binary runs one scenario as a
@@ -297,6 +298,16 @@ fn trials() -> Vec<Trial> {
     t
 }
 
+/// `GPUSHMEM_REQUIRE_GPU=1`: no usable GPU is a failure, not a run of ignored
+/// tests. Every GPU script sets it (scripts/device-run.sh, device-verify.sh), so
+/// a GPU machine whose driver failed cannot pass as green; CPU CI leaves it
+/// unset and sees the tests as ignored with the reason.
+const REQUIRE_GPU_VAR: &str = "GPUSHMEM_REQUIRE_GPU";
+
+fn require_gpu() -> bool {
+    std::env::var_os(REQUIRE_GPU_VAR).is_some_and(|x| !x.is_empty() && x != "0")
+}
+
 fn main() -> ExitCode {
     if let Ok(name) = std::env::var("GPUSHMEM_TEST_CHILD") {
         return child_scenario(&name);
@@ -320,6 +331,10 @@ fn main() -> ExitCode {
                 );
             }
             trials()
+        }
+        Err(e) if require_gpu() => {
+            println!("GPU tests FAILED: {REQUIRE_GPU_VAR} is set, but no GPU can be used: {e}");
+            return ExitCode::FAILURE;
         }
         Err(e) => {
             println!("GPU tests ignored: {e}");
