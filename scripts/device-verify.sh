@@ -45,6 +45,14 @@ step() {
 }
 has() { [[ ",$parts," == *",$1,"* ]]; }
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+# Control of the no-GPU guard: with the GPU hidden, the suite must fail (and print why).
+if has threads; then
+  if CUDA_VISIBLE_DEVICES= ./gpu --list >"$logs/require-gpu.log" 2>&1; then
+    echo "verify require-gpu: FAILED: the GPU suite exited 0 with the GPU hidden"; rc=1
+  else
+    echo "verify require-gpu: ok: with the GPU hidden the suite fails: $(grep -m1 FAILED "$logs/require-gpu.log" | cut -c1-160)"
+  fi
+fi
 has threads && step threads 330 ./gpu --test-threads 1 --skip processes
 has processes && step processes 240 ./gpu --test-threads 1 processes
 if has examples; then

@@ -15,6 +15,12 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
+# The GPU scripts' guard (GPUSHMEM_REQUIRE_GPU=1): with no usable GPU (none here,
+# or hidden by CUDA_VISIBLE_DEVICES=) the GPU suite must fail, not list ignored tests.
+if CUDA_VISIBLE_DEVICES= GPUSHMEM_REQUIRE_GPU=1 cargo test --quiet --test gpu >/dev/null 2>&1; then
+  echo "test.sh: the GPU suite passed without a GPU although GPUSHMEM_REQUIRE_GPU=1" >&2
+  exit 1
+fi
 # One closing line over every test binary (cargo's last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
      END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
