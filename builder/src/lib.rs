@@ -16,7 +16,8 @@
 //! `CARGO_ENCODED_RUSTFLAGS` (so the rebuilt `core` gets it too). It runs a
 //! nested cargo with its own target directory (sharing the outer one would
 //! deadlock on cargo's lock), with the outer build's cargo/rustc variables
-//! cleared. When `ptxas` is found (`GPUSHMEM_PTXAS`, else `PATH`) the PTX is
+//! cleared. When `ptxas` is found (`GPUSHMEM_PTXAS`, else `PATH`, else the
+//! checkout's `.tools/bin/ptxas` from `scripts/setup.sh`) the PTX is
 //! assembled for the target and an assembler error fails the build.
 
 #![warn(missing_docs)]
@@ -188,7 +189,7 @@ impl Builder {
                 println!("cargo:rerun-if-env-changed=GPUSHMEM_ARCH");
                 println!("cargo:rerun-if-env-changed=GPUSHMEM_PTXAS");
                 if b.cubin.is_none() && self.assemble {
-                    println!("cargo:warning=gpushmem-build: ptxas not found (set GPUSHMEM_PTXAS or put it on PATH); {} was not assembled", b.ptx.display());
+                    println!("cargo:warning=gpushmem-build: ptxas not found (run scripts/setup.sh in the gpushmem checkout, set GPUSHMEM_PTXAS, or put it on PATH); {} was not assembled and will be JIT-compiled by the driver", b.ptx.display());
                 }
                 b
             }

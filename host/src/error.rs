@@ -160,6 +160,16 @@ impl Error {
     }
 }
 
+/// A driver error from the application's own cudarc calls (CUDA events,
+/// streams, copies), so that `?` works in functions returning
+/// [`Result`]; the call is recorded as "a cudarc call of the application".
+/// Inside gpushmem every driver error names its call instead.
+impl From<cudarc::driver::DriverError> for Error {
+    fn from(source: cudarc::driver::DriverError) -> Error {
+        Error::Cuda { call: "a cudarc call of the application".into(), source }
+    }
+}
+
 /// Wraps a driver error with the call it came from.
 pub(crate) trait CudaContext<T> {
     /// Adds the call's description.

@@ -9,15 +9,23 @@
 //! PTX, installing the device state), `launch` (plain and collective launch),
 //! [`Shmem`] (one PE), [`Threads`] (PEs as threads of one process).
 //!
+//! The one recipe (docs/guide.md walks through it; the kernel crate is
+//! `my-kernels`, whose build gives `GPUSHMEM_PTX_MY_KERNELS` and
+//! `GPUSHMEM_CUBIN_MY_KERNELS`):
+//!
 //! ```no_run
-//! use gpushmem::{Shmem, LaunchConfig};
+//! use gpushmem::{LaunchConfig, Shmem};
 //! const PTX: &str = "…"; // include_str!(env!("GPUSHMEM_PTX_MY_KERNELS"))
+//! const CUBIN: &[u8] = b""; // include_bytes!(env!("GPUSHMEM_CUBIN_MY_KERNELS"))
 //! let shmem = Shmem::init()?;                 // joins the job (gpushmem-run / mpirun / srun / 1 PE)
-//! let buf = shmem.calloc::<u32>(1024)?;       // collective, same offset on every PE
-//! let module = shmem.load_module("my_kernels", PTX)?;
-//! let k = module.kernel("ring_shift")?;
-//! unsafe { shmem.launch_collective(&k, LaunchConfig::for_num_elems(1024), (buf.as_kernel_ptr(), 1024u64))? };
-//! shmem.barrier_all()?;
+//! let n = 1 << 20;
+//! let src = shmem.malloc::<u8>(n)?;           // collective, same offset on every PE
+//! let dst = shmem.calloc::<u8>(n)?;
+//! let module = shmem.load_module_prebuilt("my-kernels", PTX, CUBIN)?; // collective
+//! let k = module.kernel("ring_shift")?;       // ring_shift(dest: *mut u8, src: *const u8, n: u64)
+//! let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
+//! unsafe { shmem.launch_collective(&k, one, (dst.as_kernel_ptr(), src.as_kernel_ptr(), n as u64))? };
+//! shmem.synchronize()?;
 //! # Ok::<(), gpushmem::Error>(())
 //! ```
 //!

@@ -217,7 +217,7 @@ impl Shmem {
     }
 
     /// Checks that every PE made the same collective call with the same arguments.
-    pub(crate) fn agree(&self, call: &'static str, args: &[u64]) -> Result<()> {
+    pub(crate) fn agree(&self, call: &'static str, args: &[(&str, u64)]) -> Result<()> {
         self.agree_checked(call, args, Ok(()))
     }
 
@@ -225,13 +225,13 @@ impl Shmem {
     /// (`local`): the verdicts travel with the arguments, so when any PE
     /// rejects its arguments every PE fails — the rejecting PE with its own
     /// error, the others naming it — and no PE is left waiting in the exchange.
-    pub(crate) fn agree_checked(&self, call: &'static str, args: &[u64], local: Result<()>) -> Result<()> {
+    pub(crate) fn agree_checked(&self, call: &'static str, args: &[(&str, u64)], local: Result<()>) -> Result<()> {
         // [verdict][name length][name][args]: the name catches PEs that are in
         // different collective calls (one in malloc, another in barrier_all).
         let mut mine: Vec<u8> = vec![local.is_ok() as u8, call.len().min(255) as u8];
         mine.extend(&call.as_bytes()[..call.len().min(255)]);
         let head = mine.len();
-        mine.extend(args.iter().flat_map(|a| a.to_le_bytes()));
+        mine.extend(args.iter().flat_map(|a| a.1.to_le_bytes()));
         let all = self.bootstrap.allgather(&mine)?;
         let name_of = |b: &[u8]| -> String {
             let len = b.get(1).copied().unwrap_or(0) as usize;
@@ -256,19 +256,30 @@ impl Shmem {
                 detail: format!("PE {pe} rejected its arguments (its own error says why)"),
             });
         }
-        let all: Vec<Vec<u8>> = all.into_iter().map(|b| b.get(head..).unwrap_or_default().to_vec()).collect();
-        let mine = mine[head..].to_vec();
-        if all.iter().any(|a| a != &mine) {
-            let detail = all
-                .iter()
-                .enumerate()
-                .map(|(pe, b)| {
-                    let v: Vec<u64> = b.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
-                    format!("PE {pe}: {v:?}")
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(Error::Mismatch { me: self.my_pe(), call, detail });
+        let values = |b: &[u8]| -> Vec<u64> {
+            b.get(head..)
+                .unwrap_or_default()
+                .chunks(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                .collect()
+        };
+        let all: Vec<Vec<u64>> = all.iter().map(|b| values(b)).collect();
+        // Name each argument that differs, with every PE's value of it.
+        let differ: Vec<String> = args
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| all.iter().any(|v| v.get(i) != all[0].get(i)))
+            .map(|(i, (name, _))| {
+                let per_pe: Vec<String> = all
+                    .iter()
+                    .enumerate()
+                    .map(|(pe, v)| format!("PE {pe}: {}", v.get(i).map_or("?".into(), |x| x.to_string())))
+                    .collect();
+                format!("`{name}` differs ({})", per_pe.join(", "))
+            })
+            .collect();
+        if !differ.is_empty() {
+            return Err(Error::Mismatch { me: self.my_pe(), call, detail: differ.join("; ") });
         }
         Ok(())
     }
@@ -280,7 +291,7 @@ impl Shmem {
             largest_free: 0,
             heap_size: self.heap.size,
         })?;
-        self.agree(call, &[op, bytes, align])?;
+        self.agree(call, &[("kind", op), ("size in bytes", bytes), ("alignment", align)])?;
         let off = self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).alloc(bytes, align)?;
         Ok(SymSlice::new(off, len, self.heap.base))
     }
@@ -311,7 +322,7 @@ impl Shmem {
     /// of another heap, a double free, PEs freeing different allocations.
     pub fn free<T>(&self, s: SymSlice<T>) -> Result<()> {
         self.heap.check_slice(&s)?;
-        self.agree("free", &[4, s.offset()])?;
+        self.agree("free", &[("kind", 4), ("heap offset", s.offset())])?;
         self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).free(s.offset())
     }
 
@@ -320,7 +331,7 @@ impl Shmem {
     pub fn free_ptr(&self, ptr: u64) -> Result<()> {
         self.heap.check_range(ptr, 1)?;
         let off = ptr - self.heap.base;
-        self.agree("free", &[4, off])?;
+        self.agree("free", &[("kind", 4), ("heap offset", off)])?;
         self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).free(off)
     }
 

@@ -166,7 +166,12 @@ impl Shmem {
             }
             Ok(p)
         });
-        let args = [parent.slot as u64, start as u64, stride as u64, size as u64];
+        let args = [
+            ("parent team", parent.slot as u64),
+            ("start", start as u64),
+            ("stride", stride as u64),
+            ("size", size as u64),
+        ];
         self.agree_checked("team_split_strided", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
         let p = local?;
         let d = child_desc(&p, start as u32, stride as u32, size as u32, self.my_pe() as u32);
@@ -188,7 +193,7 @@ impl Shmem {
             }
             Ok(p)
         });
-        let args = [parent.slot as u64, xrange as u64];
+        let args = [("parent team", parent.slot as u64), ("xrange", xrange as u64)];
         self.agree_checked("team_split_2d", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
         let p = local?;
         let n = p.size;
@@ -220,7 +225,7 @@ impl Shmem {
             }
             Ok(())
         });
-        self.agree_checked("team_destroy", &[team.slot as u64], local)?;
+        self.agree_checked("team_destroy", &[("team", team.slot as u64)], local)?;
         let stream = self.stream().cu_stream();
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
         let at = self.teams.table.ptr + team.slot as u64 * std::mem::size_of::<TeamDesc>() as u64;

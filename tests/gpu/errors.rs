@@ -22,7 +22,9 @@ pub fn host_bad_inputs() -> TestResult {
         let me = shmem.my_pe();
         let mut out = Vec::new();
         let r = shmem.malloc::<u8>(if me == 0 { 100 } else { 200 });
-        out.push(expect("malloc size mismatch", r, |e| matches!(e, Error::Mismatch { .. })));
+        // The message names the argument that differs and each PE's value.
+        let named = "`size in bytes` differs (PE 0: 100, PE 1: 200)";
+        out.push(expect("malloc size mismatch", r, |e| matches!(e, Error::Mismatch { detail, .. } if detail == named)));
         let r = shmem.malloc::<u8>(64 << 20);
         out.push(expect("heap exhausted", r, |e| matches!(e, Error::HeapExhausted { .. })));
         let s = shmem.malloc::<u64>(10)?;
