@@ -143,6 +143,12 @@ fn write_png(path: &str, rows: &[Row]) -> bool {
 }
 
 fn main() -> ExitCode {
+    // Jobs of 2 to 8 PEs as threads run one after another in this process, and
+    // the first CUDA context fixes the hardware queue count: size it for the
+    // largest (two queues per PE; gpushmem refuses a job larger than the context).
+    if std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_none() {
+        std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", "16");
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let o = match opts::parse(args.clone()) {
         Ok(o) => o,

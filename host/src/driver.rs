@@ -17,16 +17,58 @@ use cudarc::driver::{result, sys};
 /// PE in one context and their kernels wait for each other, so sharing a queue
 /// can deadlock (suspected cause of one 8-PE hang on the H200, after many
 /// tests in one process). Two queues per PE (16 for 8 PEs, at most 32, the
-/// driver's limit); more queues make context creation slower. Only the first
-/// context of the process sees the value: call before creating one.
-pub(crate) fn reserve_queues(pes_per_gpu: usize) {
-    if pes_per_gpu <= 4 || std::env::var_os("CUDA_DEVICE_MAX_CONNECTIONS").is_some() {
-        return;
+/// driver's limit); more queues make context creation slower.
+///
+/// Only the first context of the process sees the value, so the first job
+/// decides it: a later job of more PEs per GPU than it was sized for is an
+/// [`Error::Config`] saying what to set, never a possible hang.
+pub(crate) fn reserve_queues(pes_per_gpu: usize) -> Result<()> {
+    use std::sync::OnceLock;
+    // (queues the process's context was made with, whether the user chose them).
+    static FIRST: OnceLock<(usize, bool)> = OnceLock::new();
+    let &(queues, user_set) = FIRST.get_or_init(|| {
+        let user = std::env::var("CUDA_DEVICE_MAX_CONNECTIONS").ok().and_then(|v| v.trim().parse().ok());
+        match user {
+            Some(q) => (q, true),
+            None if pes_per_gpu <= 4 => (DEFAULT_QUEUES, false),
+            None => {
+                let q = queues_for(pes_per_gpu);
+                // Before this library starts its PE threads.
+                std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", q.to_string());
+                log::debug!(
+                    "CUDA_DEVICE_MAX_CONNECTIONS={q}: {pes_per_gpu} PEs' streams in one context must not share a queue"
+                );
+                (q, false)
+            }
+        }
+    });
+    check_queues(queues, user_set, pes_per_gpu)
+}
+
+/// The driver's default number of hardware queues per context.
+const DEFAULT_QUEUES: usize = 8;
+
+/// Queues for `pes_per_gpu` PEs as threads: two each, a power of two in 8..=32.
+fn queues_for(pes_per_gpu: usize) -> usize {
+    (pes_per_gpu * 2).next_power_of_two().clamp(DEFAULT_QUEUES, 32)
+}
+
+/// Whether a context made with `queues` queues can host `pes_per_gpu` PEs as threads.
+fn check_queues(queues: usize, user_set: bool, pes_per_gpu: usize) -> Result<()> {
+    if user_set || pes_per_gpu <= 4 || queues >= queues_for(pes_per_gpu) {
+        return Ok(());
     }
-    let n = (pes_per_gpu * 2).next_power_of_two().clamp(8, 32);
-    // Before this library starts its PE threads.
-    std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", n.to_string());
-    log::debug!("CUDA_DEVICE_MAX_CONNECTIONS={n}: {pes_per_gpu} PEs' streams in one context must not share a queue");
+    Err(Error::Config {
+        name: "CUDA_DEVICE_MAX_CONNECTIONS".into(),
+        value: queues.to_string(),
+        why: format!(
+            "this process made its CUDA context for a smaller job ({queues} hardware queues); {pes_per_gpu} PEs as threads \
+             on one GPU need {} (PEs sharing a queue can deadlock). Run the largest job first, or set \
+             CUDA_DEVICE_MAX_CONNECTIONS={} before the first",
+            queues_for(pes_per_gpu),
+            queues_for(pes_per_gpu)
+        ),
+    })
 }
 
 /// Number of CUDA devices, or [`Error::NoGpu`] with the reason when the
@@ -161,5 +203,21 @@ pub(crate) fn enable_peer_access(dev: sys::CUdevice, peer_dev: sys::CUdevice, pe
     match unsafe { sys::cuCtxEnablePeerAccess(peer_ctx, 0) } {
         sys::cudaError_enum::CUDA_SUCCESS | sys::cudaError_enum::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => Ok(()),
         e => Err(Error::Cuda { call: "cuCtxEnablePeerAccess".into(), source: cudarc::driver::DriverError(e) }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_context_sized_for_a_smaller_job_is_refused() {
+        assert_eq!((queues_for(5), queues_for(8), queues_for(16), queues_for(64)), (16, 16, 32, 32));
+        assert!(check_queues(8, false, 4).is_ok());
+        assert!(check_queues(16, false, 8).is_ok());
+        let e = check_queues(8, false, 8).unwrap_err().to_string();
+        assert!(e.contains("CUDA_DEVICE_MAX_CONNECTIONS=16") && e.contains("largest job first"), "{e}");
+        // The user's own choice stands (the docs say what it risks).
+        assert!(check_queues(8, true, 8).is_ok());
     }
 }

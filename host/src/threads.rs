@@ -61,7 +61,7 @@ impl Threads {
         let n_dev = driver::device_count()?;
         let device_of = |pe: usize| self.devices.as_ref().map_or(pe % n_dev, |d| d[pe % d.len()]);
         let most_on_one_gpu = (0..n_dev).map(|g| (0..self.n).filter(|&pe| device_of(pe) == g).count()).max();
-        driver::reserve_queues(most_on_one_gpu.unwrap_or(self.n));
+        driver::reserve_queues(most_on_one_gpu.unwrap_or(self.n))?;
         let boots = ThreadsBootstrap::group(self.n, config.bootstrap_timeout);
         let outcomes: Vec<Result<T>> = std::thread::scope(|scope| {
             let handles: Vec<_> = boots
