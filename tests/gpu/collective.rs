@@ -8,17 +8,22 @@
 //! bytes on both sides, every byte checked, non-members' destinations checked
 //! untouched.
 //!
-//! The reduction reference is bit-exact: it folds the members' values in
-//! member order 0, 1, … with `Reducible::apply` — the very function (from
-//! gpushmem-kernels, compiled for the host) the device applies in the same
-//! order — so floats too must match exactly; the results of all members of a
-//! team are also compared with each other (digests).
+//! The reduction reference is bit-exact and independent of the device code:
+//! it folds the members' values in the documented member order 0, 1, … with
+//! the operators and f32 → bf16/f16 rounding of `crate::reference`, written
+//! separately from gpushmem-kernels' `Reducible::apply` and `Bf16`/`F16`
+//! conversions (which the device runs), so floats too must match exactly, and
+//! a bug shared by device and reference is unlikely. Each test first checks
+//! the reference's known values and its agreement with the kernel crate's
+//! conversions and operators (`reference::agreement`). The results of all
+//! members of a team are also compared with each other (digests).
 //!
 //! Many cases run in one launch: a table of cases (kernels `coll_copy_batch`,
 //! `coll_reduce_batch_<type>` in tests/kernels/src/coll.rs) that every PE
 //! runs in the same order, each PE skipping the cases of teams it is not in.
 
 use crate::common::*;
+use crate::reference::{self, RefReduce};
 use gpushmem::{Bf16, Module, ReduceOp, Shmem, SymSlice, Team, F16};
 use gpushmem_kernels::reduce::Reducible;
 use std::collections::BTreeMap;
@@ -183,6 +188,8 @@ fn copy_expected(c: &Case, srcs: &[Vec<u8>], my: usize) -> Vec<u8> {
 /// biased so that the results are neither all zeros nor all ones, odd factors).
 trait Elem: Reducible + std::fmt::Debug {
     fn make(r: u64, op: ReduceOp) -> Self;
+    /// `a <op> b` by the independent reference (`crate::reference`), not `Reducible::apply`.
+    fn reference(op: ReduceOp, a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_elem {
@@ -196,6 +203,9 @@ macro_rules! int_elem {
                     _ => r,
                 };
                 r as $t
+            }
+            fn reference(op: ReduceOp, a: Self, b: Self) -> Self {
+                <$t as RefReduce>::reduce(op, a, b)
             }
         }
     )*};
@@ -217,23 +227,35 @@ impl Elem for f32 {
     fn make(r: u64, op: ReduceOp) -> Self {
         float_of(r, op, false, false) as f32
     }
+    fn reference(op: ReduceOp, a: Self, b: Self) -> Self {
+        f32::reduce(op, a, b)
+    }
 }
 
 impl Elem for f64 {
     fn make(r: u64, op: ReduceOp) -> Self {
         float_of(r, op, false, true)
     }
+    fn reference(op: ReduceOp, a: Self, b: Self) -> Self {
+        f64::reduce(op, a, b)
+    }
 }
 
 impl Elem for F16 {
     fn make(r: u64, op: ReduceOp) -> Self {
-        F16::from_f32(float_of(r, op, true, false) as f32)
+        F16(reference::f16_from_f32(float_of(r, op, true, false) as f32))
+    }
+    fn reference(op: ReduceOp, a: Self, b: Self) -> Self {
+        F16(reference::f16_reduce(op, a.0, b.0))
     }
 }
 
 impl Elem for Bf16 {
     fn make(r: u64, op: ReduceOp) -> Self {
-        Bf16::from_f32(float_of(r, op, true, false) as f32)
+        Bf16(reference::bf16_from_f32(float_of(r, op, true, false) as f32))
+    }
+    fn reference(op: ReduceOp, a: Self, b: Self) -> Self {
+        Bf16(reference::bf16_reduce(op, a.0, b.0))
     }
 }
 
@@ -251,7 +273,7 @@ fn reduce_source<T: Elem>(c: &Case, stream: u64) -> Vec<u8> {
     bytemuck::cast_slice(&v).to_vec()
 }
 
-/// The device's combine, on the host: `op` over the members in order 0, 1, …
+/// The documented combine, by the independent reference: `op` over the members in order 0, 1, …
 fn reduce_expected<T: Elem>(c: &Case, srcs: &[Vec<u8>], my: usize) -> Vec<u8> {
     let op = op_of(c);
     let size = std::mem::size_of::<T>();
@@ -259,7 +281,7 @@ fn reduce_expected<T: Elem>(c: &Case, srcs: &[Vec<u8>], my: usize) -> Vec<u8> {
         srcs.iter().map(|s| s.chunks_exact(size).map(bytemuck::pod_read_unaligned).collect()).collect();
     let off = if c.kind == 4 { my * c.nelems } else { 0 };
     let out: Vec<T> = (0..c.nelems)
-        .map(|e| vals[1..].iter().fold(vals[0][off + e], |acc, v| T::apply(op, acc, v[off + e])))
+        .map(|e| reference::in_member_order(vals.iter().map(|v| v[off + e]), |a, b| T::reference(op, a, b)))
         .collect();
     bytemuck::cast_slice(&out).to_vec()
 }
@@ -530,6 +552,8 @@ fn run_batch(
 /// With `debug_checks`, the PEs (threads) run with the device's debug checks on
 /// (for a child process: a false alarm traps and poisons the context).
 fn run_batches(n: usize, batches: &[Batch], specs: &[TeamSpec], debug_checks: bool) -> TestResult {
+    // The expected results come from the reference: first make sure it is right.
+    reference::agreement::checked()?;
     let src_max = batches.iter().map(|b| b.src_bytes).max().unwrap_or(256);
     let dst_max = batches.iter().map(|b| b.dst_bytes).max().unwrap_or(256);
     let table_max = batches.iter().map(|b| b.cases.len()).max().unwrap_or(1) * CASE_WORDS;
@@ -695,6 +719,7 @@ pub fn large() -> TestResult {
     let (all_b, blk_b, red_b) = (fmt_bytes(total), fmt_bytes(blk * 4), fmt_bytes(red_bytes));
     let root = 5usize;
     let s = seed();
+    reference::agreement::checked()?;
     let start = Instant::now();
     // References every PE shares, computed once (three threads: a debug build is slow).
     let (bcast, fcol, (red_src, red_want)) = std::thread::scope(|sc| {
@@ -703,7 +728,7 @@ pub fn large() -> TestResult {
         let red = sc.spawn(|| {
             let src: Vec<Vec<f32>> = (0..n).map(|p| big_gen(s, 3 << 32 | p as u64, 0, red)).collect();
             let want: Vec<f32> = (0..red)
-                .map(|i| src[1..].iter().fold(src[0][i], |acc, v| f32::apply(ReduceOp::Sum, acc, v[i])))
+                .map(|i| reference::in_member_order(src.iter().map(|v| v[i]), |a, b| f32::reduce(ReduceOp::Sum, a, b)))
                 .collect();
             (src, want)
         });
@@ -791,7 +816,7 @@ pub fn large() -> TestResult {
         run("reducescatter", "coll_reduce_batch_f32", 4, ReduceOp::Sum as u32, blk)?;
         let parts: Vec<Vec<f32>> = (0..n).map(|m| big_gen(s, 5 << 32 | m as u64, me * blk, blk)).collect();
         let want: Vec<f32> = (0..blk)
-            .map(|i| parts[1..].iter().fold(parts[0][i], |acc, v| f32::apply(ReduceOp::Sum, acc, v[i])))
+            .map(|i| reference::in_member_order(parts.iter().map(|v| v[i]), |a, b| f32::reduce(ReduceOp::Sum, a, b)))
             .collect();
         check(&format!("sum reducescatter {all_b}"), 0, &want)?;
         shmem.bootstrap().barrier()?;

@@ -144,19 +144,30 @@ pub fn collective_called_by_some() -> TestResult {
     crate::common::fail_if_any(&bad)
 }
 
-/// A GPU ordinal that does not exist: init fails naming it and the GPUs present.
+/// A GPU ordinal that does not exist: init fails with exactly the setting
+/// error naming it and the GPUs present (docs/errors.md), both for 64 and for
+/// the first ordinal past the last GPU (the boundary).
 pub fn missing_gpu() -> TestResult {
-    match Threads::new(1).devices(vec![64]).run(|_| Ok(())) {
-        Ok(_) => Err("GPU 64 was accepted".into()),
-        Err(e) => {
-            let text = e.to_string();
-            if !text.contains("64") {
-                return Err(format!("the error does not name the missing GPU: {text}").into());
+    let n_dev = gpushmem::gpu_available().map_err(|e| format!("counting GPUs: {e}"))?;
+    for ordinal in [64, n_dev] {
+        let want = format!("bad setting GPUSHMEM_DEVICE=\"{ordinal}\": this machine has {n_dev} GPU(s)");
+        match Threads::new(1).devices(vec![ordinal]).run(|_| Ok(())) {
+            Ok(_) => return Err(format!("GPU {ordinal} was accepted ({n_dev} present)").into()),
+            Err(Error::Config { name, value, why })
+                if name == "GPUSHMEM_DEVICE"
+                    && value == ordinal.to_string()
+                    && why == format!("this machine has {n_dev} GPU(s)") =>
+            {
+                let text = Error::Config { name, value, why }.to_string();
+                if text != want {
+                    return Err(format!("GPU {ordinal}: error text {text:?}, want {want:?}").into());
+                }
+                println!("  {text}");
             }
-            println!("  {text}");
-            Ok(())
+            Err(e) => return Err(format!("GPU {ordinal}: wrong error {e:?} ({e}), want {want:?}").into()),
         }
     }
+    Ok(())
 }
 
 /// Host collective calls with bad arguments fail on the calling PE before

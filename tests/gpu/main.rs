@@ -28,6 +28,7 @@ mod common;
 mod errors;
 mod faults;
 mod litmus;
+mod reference;
 mod rma;
 mod signal;
 mod smoke;

@@ -1,6 +1,9 @@
 //! Ring and all-to-all exchanges through every RMA variant, sizes from 1 byte
 //! to 64 MiB (quick mode: to 64 KiB + 3), odd lengths and misaligned offsets,
-//! poisoned destinations, random data, every byte checked.
+//! poisoned destinations, random data, every byte checked; [`GUARD`] bytes
+//! just before and after every destination range (and around every source
+//! range) hold a known pattern that must be intact afterwards, so a transfer
+//! that writes a byte too many or too early fails.
 
 use crate::common::*;
 use gpushmem::Shmem;
@@ -47,12 +50,63 @@ fn poison(want: &[u8]) -> Vec<u8> {
     want.iter().map(|b| !b).collect()
 }
 
+/// Guard bytes on each side of a destination (and of a source). A multiple
+/// of 16, so the offsets' alignment classes stay those of the sweep.
+const GUARD: usize = 32;
+
+/// The destination guards' pattern: high bit set. Source guards have it
+/// clear ([`src_guard`]), so a transfer that copies a source's neighbouring
+/// bytes into a destination's guard changes every such byte.
+fn dst_guard() -> Vec<u8> {
+    (0..GUARD).map(|i| 0x80 | (i as u8).wrapping_mul(37)).collect()
+}
+
+fn src_guard() -> Vec<u8> {
+    (0..GUARD).map(|i| 0x7F & (i as u8).wrapping_mul(37).wrapping_add(11)).collect()
+}
+
+/// `guard`, `body`, `guard`: what a window around a range is written with (or must read back as).
+fn framed(guard: &[u8], body: &[u8]) -> Vec<u8> {
+    [guard, body, guard].concat()
+}
+
+/// Checks a window read back around a range: every byte of the range
+/// against `want`, and the guards on both sides against `guard`.
+fn check_window(what: &str, got: &[u8], guard: &[u8], want: &[u8]) -> Result<(), String> {
+    let g = guard.len();
+    if got.len() != want.len() + 2 * g {
+        return Err(format!("{what}: read {} bytes, want {}", got.len(), want.len() + 2 * g));
+    }
+    let mut errs = Vec::new();
+    for (side, range) in [("before", 0..g), ("after", got.len() - g..got.len())] {
+        if let Some(i) = got[range.clone()].iter().zip(guard).position(|(a, b)| a != b) {
+            let wrong = got[range.clone()].iter().zip(guard).filter(|(a, b)| a != b).count();
+            errs.push(format!(
+                "{what}: {wrong} of {g} guard bytes {side} the range changed; first at {}: got {:#04x}, want {:#04x}",
+                range.start + i,
+                got[range.start + i],
+                guard[i]
+            ));
+        }
+    }
+    if let Err(m) = compare(what, &got[g..g + want.len()], want) {
+        errs.push(m);
+    }
+    if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("; "))
+    }
+}
+
 fn ring_on_pe(shmem: &Shmem, cases: &[Case], ops: &[u32]) -> gpushmem::Result<Vec<String>> {
     let n = shmem.n_pes();
     let me = shmem.my_pe();
-    let max = cases.iter().map(|c| c.bytes + c.doff.max(c.soff)).max().unwrap_or(1);
+    // Ranges start at GUARD + offset, with GUARD bytes free on both sides.
+    let max = cases.iter().map(|c| c.bytes + c.doff.max(c.soff)).max().unwrap_or(1) + 2 * GUARD;
     let src = shmem.malloc::<u8>(max)?;
     let dst = shmem.malloc::<u8>(max)?;
+    let (dguard, sguard) = (dst_guard(), src_guard());
     let module = kernels(shmem)?;
     let k = module.kernel("rma_ring")?;
     let mut failures = Vec::new();
@@ -67,20 +121,24 @@ fn ring_on_pe(shmem: &Shmem, cases: &[Case], ops: &[u32]) -> gpushmem::Result<Ve
             // put: I receive from me-1; get: I fetch from me+1.
             let from = if is_get { (me + 1) % n } else { (me + n - 1) % n };
             let want = random_bytes(seed(), stream_of(from), c.bytes);
-            shmem.write_at(&src, c.soff, &mine)?;
-            shmem.write_at(&dst, c.doff, &poison(&want))?;
+            // Source and destination ranges at GUARD + offset, framed by their guards.
+            shmem.write_at(&src, c.soff, &framed(&sguard, &mine))?;
+            shmem.write_at(&dst, c.doff, &framed(&dguard, &poison(&want)))?;
             shmem.bootstrap().barrier()?; // everyone poisoned before anyone writes
-            let args =
-                (op, dst.as_kernel_ptr() + c.doff as u64, src.as_kernel_ptr() + c.soff as u64, c.bytes as u64, 1u32);
+            let (d, s) = ((GUARD + c.doff) as u64, (GUARD + c.soff) as u64);
+            let args = (op, dst.as_kernel_ptr() + d, src.as_kernel_ptr() + s, c.bytes as u64, 1u32);
             unsafe { shmem.launch_collective(&k, one_block(256), args)? };
             shmem.synchronize()?;
-            let got = shmem.read_at(&dst, c.doff, c.bytes)?;
-            if let Err(m) = compare(
-                &format!("ring {} bytes={} doff={} soff={}", OPS[op as usize].1, c.bytes, c.doff, c.soff),
-                &got,
-                &want,
-            ) {
+            let what = format!("ring {} bytes={} doff={} soff={}", OPS[op as usize].1, c.bytes, c.doff, c.soff);
+            let got = shmem.read_at(&dst, c.doff, c.bytes + 2 * GUARD)?;
+            if let Err(m) = check_window(&what, &got, &dguard, &want) {
                 failures.push(format!("PE {me}/{n}: {m}"));
+            }
+            // The source's guards too (a get reads it from a peer: nobody may write there).
+            let before = shmem.read_at(&src, c.soff, GUARD)?;
+            let after = shmem.read_at(&src, GUARD + c.soff + c.bytes, GUARD)?;
+            if before != sguard || after != sguard {
+                failures.push(format!("PE {me}/{n}: {what}: the source's guard bytes changed"));
             }
             shmem.bootstrap().barrier()?;
         }
@@ -93,9 +151,11 @@ fn ring_on_pe(shmem: &Shmem, cases: &[Case], ops: &[u32]) -> gpushmem::Result<Ve
 fn alltoall_on_pe(shmem: &Shmem, chunks: &[usize], ops: &[u32]) -> gpushmem::Result<Vec<String>> {
     let n = shmem.n_pes();
     let me = shmem.my_pe();
-    let max = chunks.iter().max().copied().unwrap_or(1) * n;
+    // The n slots start at GUARD, with GUARD bytes free on both sides.
+    let max = chunks.iter().max().copied().unwrap_or(1) * n + 2 * GUARD;
     let src = shmem.malloc::<u8>(max)?;
     let dst = shmem.malloc::<u8>(max)?;
+    let (dguard, sguard) = (dst_guard(), src_guard());
     let module = kernels(shmem)?;
     let k = module.kernel("rma_alltoall")?;
     let mut failures = Vec::new();
@@ -116,20 +176,28 @@ fn alltoall_on_pe(shmem: &Shmem, chunks: &[usize], ops: &[u32]) -> gpushmem::Res
                 want.extend_from_slice(&random_bytes(seed(), stream_of(k, me), chunk));
             }
             let _ = is_get; // the same layout results for puts and gets
-            shmem.write_at(&src, 0, &s)?;
-            shmem.write_at(&dst, 0, &poison(&want))?;
+            shmem.write_at(&src, 0, &framed(&sguard, &s))?;
+            shmem.write_at(&dst, 0, &framed(&dguard, &poison(&want)))?;
             shmem.bootstrap().barrier()?;
+            let g = GUARD as u64;
             unsafe {
                 shmem.launch_collective(
                     &k,
                     one_block(256),
-                    (op, dst.as_kernel_ptr(), src.as_kernel_ptr(), chunk as u64),
+                    (op, dst.as_kernel_ptr() + g, src.as_kernel_ptr() + g, chunk as u64),
                 )?
             };
             shmem.synchronize()?;
-            let got = shmem.read_at(&dst, 0, chunk * n)?;
-            if let Err(m) = compare(&format!("alltoall {} chunk={chunk}", OPS[op as usize].1), &got, &want) {
+            // The slots are adjacent: a slot's overrun lands in its checked neighbour, the outer ones' in a guard.
+            let what = format!("alltoall {} chunk={chunk}", OPS[op as usize].1);
+            let got = shmem.read_at(&dst, 0, chunk * n + 2 * GUARD)?;
+            if let Err(m) = check_window(&what, &got, &dguard, &want) {
                 failures.push(format!("PE {me}/{n}: {m}"));
+            }
+            let before = shmem.read_at(&src, 0, GUARD)?;
+            let after = shmem.read_at(&src, GUARD + chunk * n, GUARD)?;
+            if before != sguard || after != sguard {
+                failures.push(format!("PE {me}/{n}: {what}: the source's guard bytes changed"));
             }
             shmem.bootstrap().barrier()?;
         }

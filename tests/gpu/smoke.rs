@@ -31,8 +31,12 @@ pub fn smoke_pattern() -> TestResult {
     Ok(())
 }
 
-/// The device sees the state the host installed: version, PE numbers, heap, peer table.
+/// The device sees the state the host installed: version, PE numbers, heap,
+/// peer table — in every one of two modules loaded at once, each checked
+/// (the output poisoned first, so that an unwritten word fails even where the
+/// state's value is 0, such as PE 0's number).
 pub fn state_installed() -> TestResult {
+    const POISON: u64 = 0xDEAD_BEEF_DEAD_BEEF;
     for n in [1usize, 2, 4] {
         let rows = threads(n, 8 << 20, |shmem| {
             // Two modules at once: each gets the state.
@@ -40,10 +44,10 @@ pub fn state_installed() -> TestResult {
             let stream = shmem.stream();
             let mut got = Vec::new();
             for m in &modules {
-                let out = stream.alloc_zeros::<u64>(5 + n).cu("alloc")?;
+                let out = stream.clone_htod(&vec![POISON; 5 + n]).cu("htod")?;
                 unsafe { shmem.launch(&m.kernel("state_probe")?, one_block(32), (dptr(&out, stream),))? };
                 shmem.synchronize()?;
-                got = stream.clone_dtoh(&out).cu("dtoh")?;
+                got.push(stream.clone_dtoh(&out).cu("dtoh")?);
             }
             let s = shmem.device_state();
             let mut want = vec![s.version as u64, s.my_pe as u64, s.n_pes as u64, s.heap_base, s.heap_size];
@@ -51,8 +55,18 @@ pub fn state_installed() -> TestResult {
             Ok((got, want))
         })?;
         for (pe, (got, want)) in rows.iter().enumerate() {
-            if got != want {
-                return Err(format!("{n} PEs, PE {pe}: device saw {got:?}, host installed {want:?}").into());
+            if got.len() != 2 {
+                return Err(format!("{n} PEs, PE {pe}: {} modules probed, want 2", got.len()).into());
+            }
+            if want.len() != 5 + n || want[1] != pe as u64 || want[2] != n as u64 {
+                return Err(format!("{n} PEs, PE {pe}: the host's own state is off: {want:x?}").into());
+            }
+            for (mi, g) in got.iter().enumerate() {
+                if g != want {
+                    return Err(
+                        format!("{n} PEs, PE {pe}, module {mi}: device saw {g:x?}, host installed {want:x?}").into()
+                    );
+                }
             }
         }
     }

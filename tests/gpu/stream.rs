@@ -94,13 +94,39 @@ pub fn stream_ordered_ops(n: usize) -> TestResult {
     }
 }
 
+/// First difference of two equal-length slices compared bit for bit, as a message.
+fn first_diff<T: PartialEq + std::fmt::Debug, B: PartialEq>(
+    what: &str,
+    got: &[T],
+    want: &[T],
+    bits: impl Fn(&T) -> B,
+) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{what}: {} elements, want {}", got.len(), want.len()));
+    }
+    let i = got.iter().zip(want).position(|(a, b)| bits(a) != bits(b))?;
+    let wrong = got.iter().zip(want).filter(|(a, b)| bits(a) != bits(b)).count();
+    Some(format!("{what}: {wrong} of {} wrong; first at {i}: got {:?}, want {:?}", want.len(), got[i], want[i]))
+}
+
+/// `len` random values of a Pod type for PE `pe` from stream `base + pe`.
+fn random_of<T: bytemuck::Pod>(base: u64, pe: usize, len: usize) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    random_bytes(seed(), base + pe as u64, len * size).chunks_exact(size).map(bytemuck::pod_read_unaligned).collect()
+}
+
 /// The stream-ordered collectives (built-in kernels) on the world team and on
-/// an odd-PE subteam: broadcast, fcollect, alltoall, allreduce (sum u32, f32,
-/// bf16; max i64), reducescatter (sum f32), against a CPU reference with the
-/// device's member order (bit-exact for floats too).
+/// an odd-PE subteam: broadcast, fcollect, alltoall; allreduce (sum u32,
+/// f32, bf16, f16; max i64), reducescatter (max f32, sum i32, xor u64, min
+/// i64, min bf16) — integers over their full range, so sums and products
+/// wrap. Expected results come from the independent reference
+/// (`crate::reference`, member order 0, 1, …, the device's), checked first
+/// against known values and the kernel crate; every result is compared bit
+/// for bit (floats too).
 pub fn collectives_on_stream(n: usize) -> TestResult {
-    use gpushmem::{Bf16, ReduceOp};
-    use gpushmem_kernels::reduce::Reducible;
+    use crate::reference::{self, in_member_order, RefReduce};
+    use gpushmem::{Bf16, ReduceOp, F16};
+    reference::agreement::checked()?;
     let len = 4099usize;
     let data_f32 = |pe: usize| -> Vec<f32> {
         random_bytes(seed(), 300 + pe as u64, len * n * 4)
@@ -108,6 +134,15 @@ pub fn collectives_on_stream(n: usize) -> TestResult {
             .map(|c| (u32::from_le_bytes(c.try_into().unwrap()) % 2001) as f32 / 1000.0 - 1.0)
             .collect()
     };
+    // Inputs of the integer collectives: full-range random values, per PE.
+    let data_u32 = |pe: usize| random_of::<u32>(400, pe, len);
+    let data_i64 = |pe: usize| random_of::<i64>(500, pe, len);
+    let data_i32 = |pe: usize| random_of::<i32>(600, pe, len * n);
+    let data_u64 = |pe: usize| random_of::<u64>(700, pe, len * n);
+    let data_i64s = |pe: usize| random_of::<i64>(800, pe, len * n);
+    // Half inputs, rounded by the reference (not the kernel crate).
+    let data_bf16 = |pe: usize| data_f32(pe).iter().map(|&v| reference::bf16_from_f32(v)).collect::<Vec<u16>>();
+    let data_f16 = |pe: usize| data_f32(pe).iter().map(|&v| reference::f16_from_f32(v)).collect::<Vec<u16>>();
     let rows = threads(n, 32 << 20, |shmem| {
         let me = shmem.my_pe();
         let world = shmem.team_world();
@@ -117,15 +152,26 @@ pub fn collectives_on_stream(n: usize) -> TestResult {
         let dst = shmem.malloc::<f32>(len * n)?;
         let srcb = shmem.malloc::<Bf16>(len)?;
         let dstb = shmem.malloc::<Bf16>(len)?;
+        let srcbs = shmem.malloc::<Bf16>(len * n)?;
+        let srch = shmem.malloc::<F16>(len)?;
+        let dsth = shmem.malloc::<F16>(len)?;
+        let (srcu32, dstu32) = (shmem.malloc::<u32>(len)?, shmem.malloc::<u32>(len)?);
+        let (srci64, dsti64) = (shmem.malloc::<i64>(len)?, shmem.malloc::<i64>(len)?);
+        let (srci32, dsti32) = (shmem.malloc::<i32>(len * n)?, shmem.malloc::<i32>(len)?);
+        let (srcu64, dstu64) = (shmem.malloc::<u64>(len * n)?, shmem.malloc::<u64>(len)?);
+        let srci64s = shmem.malloc::<i64>(len * n)?;
         let mut errs = Vec::new();
-        let mut check = |what: &str, got: Vec<f32>, want: Vec<f32>| {
-            if got.iter().map(|v| v.to_bits()).ne(want.iter().map(|v| v.to_bits())) {
-                let i = got.iter().zip(&want).position(|(a, b)| a.to_bits() != b.to_bits()).unwrap_or(0);
-                errs.push(format!("{what}: first difference at {i}: got {:?}, want {:?}", got.get(i), want.get(i)));
-            }
-        };
+        let f32_bits = |v: &f32| v.to_bits();
+        let half_bits = |v: &u16| *v;
         shmem.write(&src, &data_f32(me))?;
-        shmem.write(&srcb, &data_f32(me)[..len].iter().map(|&v| Bf16::from_f32(v)).collect::<Vec<_>>())?;
+        shmem.write(&srcb, &data_bf16(me)[..len].iter().map(|&b| Bf16(b)).collect::<Vec<_>>())?;
+        shmem.write(&srcbs, &data_bf16(me).iter().map(|&b| Bf16(b)).collect::<Vec<_>>())?;
+        shmem.write(&srch, &data_f16(me)[..len].iter().map(|&h| F16(h)).collect::<Vec<_>>())?;
+        shmem.write(&srcu32, &data_u32(me))?;
+        shmem.write(&srci64, &data_i64(me))?;
+        shmem.write(&srci32, &data_i32(me))?;
+        shmem.write(&srcu64, &data_u64(me))?;
+        shmem.write(&srci64s, &data_i64s(me))?;
         for team in [world, odd] {
             let Some(tme) = team.my_pe() else {
                 shmem.bootstrap().barrier()?; // keep the host calls in step with the members
@@ -133,59 +179,88 @@ pub fn collectives_on_stream(n: usize) -> TestResult {
             };
             let members: Vec<usize> = (0..team.n_pes()).map(|i| team.world_pe(i).unwrap()).collect();
             let tn = members.len();
-            // allreduce f32 sum, member order 0..tn, as the device combines.
+            // `op` over the members' element `at(i)` of `data`, in member order (the device's).
+            fn fold<T: Copy>(
+                members: &[usize],
+                data: &dyn Fn(usize) -> Vec<T>,
+                at: impl Fn(usize) -> usize,
+                n: usize,
+                f: impl Fn(T, T) -> T,
+            ) -> Vec<T> {
+                let vals: Vec<Vec<T>> = members.iter().map(|&m| data(m)).collect();
+                (0..n).map(|i| in_member_order(vals.iter().map(|v| v[at(i)]), &f)).collect()
+            }
+            let all = |i: usize| i;
+            let mine = |i: usize| tme * len + i;
+            // allreduce f32 sum
             shmem.allreduce_on_stream(&team, &dst, &src, len, ReduceOp::Sum, stream)?;
             stream.synchronize().cu("sync")?;
-            let want: Vec<f32> = (0..len)
-                .map(|i| {
-                    members
-                        .iter()
-                        .skip(1)
-                        .fold(data_f32(members[0])[i], |acc, &m| f32::apply(ReduceOp::Sum, acc, data_f32(m)[i]))
-                })
-                .collect();
-            check("allreduce f32 sum", shmem.read_at(&dst, 0, len)?, want);
+            let want = fold(&members, &data_f32, all, len, |a, b| f32::reduce(ReduceOp::Sum, a, b));
+            errs.extend(first_diff("allreduce f32 sum", &shmem.read_at(&dst, 0, len)?, &want, f32_bits));
             // allreduce bf16 sum
             shmem.allreduce_on_stream(&team, &dstb, &srcb, len, ReduceOp::Sum, stream)?;
             stream.synchronize().cu("sync")?;
-            let b = |m: usize, i: usize| Bf16::from_f32(data_f32(m)[i]);
-            let want: Vec<f32> = (0..len)
-                .map(|i| {
-                    members
-                        .iter()
-                        .skip(1)
-                        .fold(b(members[0], i), |acc, &m| Bf16::apply(ReduceOp::Sum, acc, b(m, i)))
-                        .to_f32()
-                })
-                .collect();
-            check("allreduce bf16 sum", shmem.read(&dstb)?.iter().map(|v| v.to_f32()).collect(), want);
+            let want = fold(&members, &data_bf16, all, len, |a, b| reference::bf16_reduce(ReduceOp::Sum, a, b));
+            let got: Vec<u16> = shmem.read(&dstb)?.iter().map(|v| v.0).collect();
+            errs.extend(first_diff("allreduce bf16 sum", &got, &want, half_bits));
+            // allreduce f16 sum
+            shmem.allreduce_on_stream(&team, &dsth, &srch, len, ReduceOp::Sum, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_f16, all, len, |a, b| reference::f16_reduce(ReduceOp::Sum, a, b));
+            let got: Vec<u16> = shmem.read(&dsth)?.iter().map(|v| v.0).collect();
+            errs.extend(first_diff("allreduce f16 sum", &got, &want, half_bits));
+            // allreduce u32 sum (wraps)
+            shmem.allreduce_on_stream(&team, &dstu32, &srcu32, len, ReduceOp::Sum, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_u32, all, len, |a, b| u32::reduce(ReduceOp::Sum, a, b));
+            errs.extend(first_diff("allreduce u32 sum", &shmem.read(&dstu32)?, &want, |v| *v));
+            // allreduce i64 max
+            shmem.allreduce_on_stream(&team, &dsti64, &srci64, len, ReduceOp::Max, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_i64, all, len, |a, b| i64::reduce(ReduceOp::Max, a, b));
+            errs.extend(first_diff("allreduce i64 max", &shmem.read(&dsti64)?, &want, |v| *v));
             // reducescatter f32 max
             shmem.reducescatter_on_stream(&team, &dst, &src, len, ReduceOp::Max, stream)?;
             stream.synchronize().cu("sync")?;
-            let want: Vec<f32> = (0..len)
-                .map(|i| {
-                    members
-                        .iter()
-                        .map(|&m| data_f32(m)[tme * len + i])
-                        .fold(f32::NEG_INFINITY, |a, v| f32::apply(ReduceOp::Max, a, v))
-                })
-                .collect();
-            check("reducescatter f32 max", shmem.read_at(&dst, 0, len)?, want);
+            let want = fold(&members, &data_f32, mine, len, |a, b| f32::reduce(ReduceOp::Max, a, b));
+            errs.extend(first_diff("reducescatter f32 max", &shmem.read_at(&dst, 0, len)?, &want, f32_bits));
+            // reducescatter i32 sum (wraps)
+            shmem.reducescatter_on_stream(&team, &dsti32, &srci32, len, ReduceOp::Sum, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_i32, mine, len, |a, b| i32::reduce(ReduceOp::Sum, a, b));
+            errs.extend(first_diff("reducescatter i32 sum", &shmem.read(&dsti32)?, &want, |v| *v));
+            // reducescatter u64 xor
+            shmem.reducescatter_on_stream(&team, &dstu64, &srcu64, len, ReduceOp::Xor, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_u64, mine, len, |a, b| u64::reduce(ReduceOp::Xor, a, b));
+            errs.extend(first_diff("reducescatter u64 xor", &shmem.read(&dstu64)?, &want, |v| *v));
+            // reducescatter i64 min (into the allreduce's destination)
+            shmem.reducescatter_on_stream(&team, &dsti64, &srci64s, len, ReduceOp::Min, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_i64s, mine, len, |a, b| i64::reduce(ReduceOp::Min, a, b));
+            errs.extend(first_diff("reducescatter i64 min", &shmem.read(&dsti64)?, &want, |v| *v));
+            // reducescatter bf16 min
+            shmem.reducescatter_on_stream(&team, &dstb, &srcbs, len, ReduceOp::Min, stream)?;
+            stream.synchronize().cu("sync")?;
+            let want = fold(&members, &data_bf16, mine, len, |a, b| reference::bf16_reduce(ReduceOp::Min, a, b));
+            let got: Vec<u16> = shmem.read(&dstb)?.iter().map(|v| v.0).collect();
+            errs.extend(first_diff("reducescatter bf16 min", &got, &want, half_bits));
             // broadcast from the last member
             shmem.broadcast_on_stream(&team, &dst, &src, len, tn - 1, stream)?;
             stream.synchronize().cu("sync")?;
-            check("broadcast", shmem.read_at(&dst, 0, len)?, data_f32(members[tn - 1])[..len].to_vec());
-            // fcollect of the first len/ tn.. use `len / n` elements each
+            let want = data_f32(members[tn - 1])[..len].to_vec();
+            errs.extend(first_diff("broadcast", &shmem.read_at(&dst, 0, len)?, &want, f32_bits));
+            // fcollect of the first `len / n` elements of each member
             let k = len / n;
             shmem.fcollect_on_stream(&team, &dst, &src, k, stream)?;
             stream.synchronize().cu("sync")?;
             let want: Vec<f32> = members.iter().flat_map(|&m| data_f32(m)[..k].to_vec()).collect();
-            check("fcollect", shmem.read_at(&dst, 0, k * tn)?, want);
+            errs.extend(first_diff("fcollect", &shmem.read_at(&dst, 0, k * tn)?, &want, f32_bits));
             // alltoall: block tme of member m's src lands at block m
             shmem.alltoall_on_stream(&team, &dst, &src, k, stream)?;
             stream.synchronize().cu("sync")?;
             let want: Vec<f32> = members.iter().flat_map(|&m| data_f32(m)[tme * k..(tme + 1) * k].to_vec()).collect();
-            check("alltoall", shmem.read_at(&dst, 0, k * tn)?, want);
+            errs.extend(first_diff("alltoall", &shmem.read_at(&dst, 0, k * tn)?, &want, f32_bits));
             shmem.bootstrap().barrier()?;
         }
         // Misuse is refused before anything is launched.
@@ -205,7 +280,10 @@ pub fn collectives_on_stream(n: usize) -> TestResult {
     let bad: Vec<String> =
         rows.into_iter().enumerate().flat_map(|(pe, e)| e.into_iter().map(move |m| format!("PE {pe}: {m}"))).collect();
     if bad.is_empty() {
-        println!("  {n} PEs: stream-ordered broadcast/fcollect/alltoall/allreduce/reducescatter on world and odd team: bit-exact");
+        println!(
+            "  {n} PEs: stream-ordered broadcast/fcollect/alltoall, allreduce (f32/bf16/f16/u32 sum, i64 max), \
+             reducescatter (f32 max, i32 sum, u64 xor, i64 min, bf16 min) on world and odd team: bit-exact"
+        );
         Ok(())
     } else {
         Err(bad.join("\n").into())
