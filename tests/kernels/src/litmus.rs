@@ -7,7 +7,10 @@
 //! role in one instance. Values are round-tagged, so one instance runs many
 //! rounds in one launch and a stale value is recognised by its round.
 //!
-//! Counters (`out`, symmetric, this PE): `[violations, observations]`.
+//! Counters (`out`, symmetric, this PE, [`OUT_WORDS`] words): `[violations,
+//! observations, timeouts]`, then the arrival flags of [`GET_UNFENCED`].
+//! Besides, most kernels write one result per task (`res`), so that the
+//! host can tell that every task ran and what each one saw.
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;
@@ -53,12 +56,18 @@ unsafe fn count(out: *mut u64, violations: u64, observations: u64) {
 ///   relaxed `atomic_add` (ADD) of the signal.
 /// - `MP_AMO_FLAG`: data by `put_nbi`, `fence`, flag `atomic_add` 1.
 /// - `MP_AMO_DATA`: data word `atomic_add` 1, `fence`, flag = r by `p`.
+/// - `MP_FENCE_P`: data by one `p` per word, `fence`, flag = r by `p`.
 ///
 /// Each round the writer stages the data in its own copy of cell a (the
 /// put's source). Role 2 (reader) waits for the flag to pass the last value
 /// it saw (`wait_until` / `signal_wait_until`, acquire), then checks that
 /// every data word is at least the flag's value (`atomic_fetch` for
 /// `MP_AMO_DATA`): a smaller word is a violation. It stops at `rounds`.
+///
+/// `res[i]` (one word per task): a writer's messages sent, a reader's
+/// messages observed (flag values it saw and checked the data against; at
+/// least 1 once it ran). Readers skip the rounds the writer sent while they
+/// checked, so observed < sent.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn litmus_mp(
     buf: *mut u64,
@@ -67,6 +76,7 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
     rounds: u32,
     shape: u32,
     ordered: u32,
+    res: *mut u64,
     out: *mut u64,
 ) {
     let i = global_id();
@@ -82,6 +92,16 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
         for r in 1..=rounds {
             if shape == MP_AMO_DATA {
                 shmem::atomic_add(data, 1u64, t.peer);
+                if ordered {
+                    shmem::fence();
+                }
+                shmem::p(flag, r, t.peer);
+                continue;
+            }
+            if shape == MP_FENCE_P {
+                for w in 0..CELL {
+                    shmem::p(data.add(w), r, t.peer);
+                }
                 if ordered {
                     shmem::fence();
                 }
@@ -120,6 +140,7 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
                 shmem::p(flag, r, t.peer);
             }
         }
+        *res.add(i) = rounds;
     } else if t.role == 2 {
         let me = shmem::my_pe();
         let (mut last, mut violations, mut observations) = (0u64, 0u64, 0u64);
@@ -138,6 +159,7 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
             observations += 1;
             last = v;
         }
+        *res.add(i) = observations;
         count(out, violations, observations);
     }
 }
@@ -160,13 +182,14 @@ unsafe fn spin_until_ge(var: *const u64, pe: u32, value: u64, limit_ns: u64) -> 
 /// run: `p(x, r)`; the ordering step; `v = g(y)`; where x is this side's
 /// variable (cell a) and y the other side's (cell b). Variant bit 0 / 1: x /
 /// y lives on the peer (else on this PE). `order`: 2 `quiet`, 1 `fence`, 0
-/// nothing. Bit r - 1 of `res[i]` is set when this side missed the other's
+/// nothing. `res[2 i]`: bit r - 1 is set when this side missed the other's
 /// round-r write (`v < r`); the host pairs the two sides' masks: both bits
-/// set for one round is the outcome `quiet` forbids.
+/// set for one round is the outcome `quiet` forbids. `res[2 i + 1]`: the
+/// rounds this side completed (the host checks that every side ran them all).
 ///
 /// `lockstep` ≠ 0: after each round the side waits (at most 10 s) until y
 /// has reached r, so both sides start every round together; a timeout
-/// counts in `out[1]` and ends the instance.
+/// counts in `out[2]` and ends the instance.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn litmus_sb(
     buf: *mut u64,
@@ -191,7 +214,7 @@ pub unsafe extern "ptx-kernel" fn litmus_sb(
     let y = buf.add(t.b * CELL);
     let hx = if t.var & 1 != 0 { t.peer } else { me };
     let hy = if t.var & 2 != 0 { t.peer } else { me };
-    let mut missed = 0u64;
+    let (mut missed, mut done) = (0u64, 0u64);
     for r in 1..=rounds.min(64) as u64 {
         shmem::p(x, r, hx);
         match order {
@@ -202,23 +225,55 @@ pub unsafe extern "ptx-kernel" fn litmus_sb(
         if shmem::g(y as *const u64, hy) < r {
             missed |= 1 << (r - 1);
         }
+        done = r;
         if lockstep != 0 && !spin_until_ge(y, hy, r, 10_000_000_000) {
-            count(out, 0, 1);
+            shmem::atomic_add(out.add(2), 1u64, me);
             break;
         }
     }
-    *res.add(i) = missed;
+    *res.add(2 * i) = missed;
+    *res.add(2 * i + 1) = done;
+}
+
+/// [`GET_UNFENCED`]'s arrival, called by every thread of the block: the
+/// first thread stores `r` into this PE's flag on every PE (`p`: a plain
+/// store), the first `n_pes` threads poll their PE's flag here with plain
+/// loads (at most 10 s; false on timeout). No fence anywhere: nothing orders
+/// the block's earlier puts before the flag, nor later gets after the poll.
+unsafe fn arrive_unfenced(flags: *mut u64, r: u64) -> bool {
+    let tid = _thread_idx_x();
+    let (me, n) = (shmem::my_pe(), shmem::n_pes());
+    shmem::ptx::sync_block();
+    if tid == 0 {
+        for pe in 0..n {
+            shmem::p(flags.add(me as usize), r, pe);
+        }
+    }
+    let mut ok = true;
+    if tid < n {
+        let start = shmem::ptx::global_timer_ns();
+        while flags.add(tid as usize).read_volatile() < r {
+            if shmem::ptx::global_timer_ns().wrapping_sub(start) > 10_000_000_000 {
+                ok = false;
+                break;
+            }
+        }
+    }
+    shmem::ptx::sync_block();
+    ok
 }
 
 /// Get after a remote `quiet` + barrier, one block per PE, `rounds` rounds.
 /// Writer tasks (`wt`, role 1): stage tag(r) = (r << 32) | cell a, !tag in
 /// this PE's own copy of cell a, `put_nbi` both words to the target (peer).
-/// Then `order`: 2 `barrier_all_block` (includes `quiet`), 1
-/// `sync_all_block` (arrival only: the `quiet` removed), 0 only a block sync
-/// (no inter-PE ordering at all). Getter tasks (`gt`, role 2): blocking `get`
-/// of the two words from the target into this PE's own cell b, which must be
-/// tag(r), !tag(r). Then a `sync_all_block` (order 0: a block sync) so that no
-/// writer starts round r + 1 before every get of round r is done.
+/// Then `order` ([`GET_BARRIER_ALL`] …): `barrier_all_block` (includes
+/// `quiet`), `sync_all_block` (arrival only: the `quiet` removed),
+/// [`arrive_unfenced`] (an arrival with no fence at all) or only a block
+/// sync (no inter-PE ordering at all). Getter tasks (`gt`, role 2): blocking
+/// `get` of the two words from the target into this PE's own cell b, which
+/// must be tag(r), !tag(r). Then a `sync_all_block` (no barrier: a block
+/// sync) so that no writer starts round r + 1 before every get of round r is
+/// done. An arrival timeout counts in `out[2]`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
     buf: *mut u64,
@@ -245,8 +300,13 @@ pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
             j += bs;
         }
         match order {
-            2 => shmem::barrier_all_block(),
-            1 => shmem::sync_all_block(),
+            GET_BARRIER_ALL => shmem::barrier_all_block(),
+            GET_SYNC_ALL => shmem::sync_all_block(),
+            GET_UNFENCED => {
+                if !arrive_unfenced(out.add(3), r) && tid == 0 {
+                    shmem::atomic_add(out.add(2), 1u64, shmem::my_pe());
+                }
+            }
             _ => shmem::ptx::sync_block(),
         }
         let mut j = tid;
@@ -259,7 +319,7 @@ pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
             observations += 1;
             j += bs;
         }
-        if order == 0 {
+        if order == GET_NO_BARRIER {
             shmem::ptx::sync_block();
         } else {
             shmem::sync_all_block();

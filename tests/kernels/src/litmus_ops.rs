@@ -46,3 +46,21 @@ pub const MP_QUIET: u32 = 1;
 pub const MP_SIGNAL: u32 = 2;
 pub const MP_AMO_FLAG: u32 = 3;
 pub const MP_AMO_DATA: u32 = 4;
+/// Data by one `p` per word (blocking single-element puts), `fence`, flag
+/// by `p`: the pattern of `sync::fence_orders_puts`.
+pub const MP_FENCE_P: u32 = 5;
+
+/// Orders of the kernel `litmus_get_after_barrier`: what stands between
+/// the writers' puts and the getters' gets.
+pub const GET_NO_BARRIER: u32 = 0;
+pub const GET_SYNC_ALL: u32 = 1;
+pub const GET_BARRIER_ALL: u32 = 2;
+/// An arrival of the test's own with no fence on either side: the flags
+/// are plain stores and plain polls (what a barrier that lost every fence does).
+pub const GET_UNFENCED: u32 = 3;
+
+/// Words of the symmetric counters of every litmus kernel: `[violations,
+/// observations, timeouts]`, then one arrival flag per PE (up to [`MAX_PES`]).
+pub const OUT_WORDS: usize = 3 + MAX_PES;
+/// PEs the arrival flags of [`GET_UNFENCED`] allow for.
+pub const MAX_PES: usize = 8;
