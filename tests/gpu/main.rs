@@ -10,7 +10,7 @@
 //! scripts/sanitize.sh): every test still covers every op, type, form, team
 //! shape and PE count, but iteration and message counts are divided by 100
 //! (`common::scaled`: 10^5 pipeline messages and CAS acquisitions → ~10^3,
-//! fence messages 10^5 → 10^3, litmus instances 16384 → 163 per launch,
+//! litmus instances (fence_orders_puts pairs too) 16384 → 163 per launch,
 //! stress 10^4 rounds → 100, barrier rounds 1000 → 10, alternating
 //! collectives 10^4 → 100, team slot cycles 100 → 12, init/finalize cycles
 //! 100 → 1) and transfers are capped at 128 KiB (`common::within_cap`,

@@ -157,49 +157,6 @@ pub unsafe extern "ptx-kernel" fn barrier_rounds(buf: *mut u64, rounds: u32, err
     }
 }
 
-/// Fence check, PE 0 → PE 1: PE 0 writes `words` data words with value i, `fence`,
-/// then flag = i, for i in 1..=iters; PE 1 waits for each flag value and checks
-/// that every data word is >= it. Mismatches counted in `errors[0]` on PE 1.
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn fence_mp(
-    data: *mut u64,
-    flag: *mut u64,
-    words: u32,
-    iters: u32,
-    errors: *mut u32,
-    use_fence: u32,
-) {
-    if _thread_idx_x() != 0 {
-        return;
-    }
-    match shmem::my_pe() {
-        0 => {
-            for i in 1..=iters as u64 {
-                for w in 0..words as usize {
-                    shmem::p(data.add(w), i, 1);
-                }
-                if use_fence != 0 {
-                    shmem::fence();
-                }
-                shmem::p(flag, i, 1);
-            }
-        }
-        1 => {
-            let mut last = 0u64;
-            while last < iters as u64 {
-                let seen = shmem::wait::wait_counter_reaches(flag, last + 1, c"fence_mp flag");
-                for w in 0..words as usize {
-                    if data.add(w).read_volatile() < seen {
-                        *errors += 1;
-                    }
-                }
-                last = seen;
-            }
-        }
-        _ => {}
-    }
-}
-
 /// Calls `p` towards PE `pe` (used with an out-of-range PE and debug checks on).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn p_to(dest: *mut u32, pe: u32) {
