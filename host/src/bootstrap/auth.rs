@@ -12,6 +12,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use subtle::ConstantTimeEq;
 
 /// The variable through which a launcher hands every PE the job's secret.
 pub const SECRET_VAR: &str = "GPUSHMEM_BOOTSTRAP_SECRET";
@@ -25,9 +26,19 @@ pub(crate) const NONCE: usize = 16;
 /// Length of a proof (HMAC-SHA256), in bytes.
 pub(crate) const PROOF: usize = 32;
 
-/// A job's bootstrap secret. Its `Debug` output never shows the value.
-#[derive(Clone, PartialEq, Eq)]
+/// A job's bootstrap secret. Its `Debug` output never shows the value, and
+/// comparing two takes the same time wherever they differ.
+#[derive(Clone)]
 pub struct Secret(Vec<u8>);
+
+impl PartialEq for Secret {
+    /// Constant-time in the contents (the lengths are not secret).
+    fn eq(&self, other: &Secret) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
+impl Eq for Secret {}
 
 impl Secret {
     /// The secret whose text is `text` (as read from [`SECRET_VAR`]);
@@ -158,13 +169,16 @@ mod tests {
         assert_ne!(t, Secret::generate_text().unwrap());
         let s = Secret::from_text(&t).unwrap();
         assert!(!format!("{s:?}").contains(&t));
+        assert_eq!(s, Secret::from_text(&t).unwrap());
+        assert_ne!(s, Secret::from_text(&Secret::generate_text().unwrap()).unwrap());
+        assert_ne!(s, Secret::from_text(&t[..40]).unwrap());
     }
 
     #[test]
     fn peer_credentials_of_a_socket_pair_are_ours() {
         let (a, _b) = UnixStream::pair().unwrap();
         let c = peer_cred(&a).unwrap();
-        assert_eq!(c.uid, crate::bootstrap::rendezvous::my_uid());
+        assert_eq!(c.uid, crate::bootstrap::rendezvous::my_euid());
         assert_eq!(c.pid, std::process::id() as i32);
     }
 }

@@ -15,13 +15,16 @@
 //! `GPUSHMEM_BOOTSTRAP_SECRET`, if set, is the job's secret (at least 16 bytes):
 //! a PE joins only a PE 0 that proves knowledge of it, and PE 0 accepts only PEs
 //! that do ([`super::auth`]). `gpushmem-run` sets a fresh random one for every
-//! job; under `mpirun`/`srun`, export the same value to every rank (for example
-//! `GPUSHMEM_BOOTSTRAP_SECRET=$(openssl rand -hex 32) mpirun -x GPUSHMEM_BOOTSTRAP_SECRET …`).
+//! job; under `mpirun`/`srun`, give every rank of a launch the same value and
+//! each launch a fresh one (for example
+//! `GPUSHMEM_BOOTSTRAP_SECRET=$(openssl rand -hex 32) mpirun -x GPUSHMEM_BOOTSTRAP_SECRET …`,
+//! not an `export` that every later launch from the shell would share).
 //!
 //! ## Rendezvous path
 //!
 //! `GPUSHMEM_BOOTSTRAP` if set (for any launcher): then the path is used as
-//! given, and the peer-credential and secret checks alone keep strangers out.
+//! given (except that a symbolic link there is refused), and the
+//! peer-credential and secret checks alone keep strangers out.
 //! Otherwise a socket `<job key>.sock` in this user's private rendezvous
 //! directory ([`super::rendezvous`]: `$XDG_RUNTIME_DIR/gpushmem` or
 //! `/tmp/gpushmem-<uid>`, mode 0700, checked before use), where the job key is
@@ -221,7 +224,7 @@ fn default_rendezvous(dir: &Path, key: &str) -> PathBuf {
         path
     } else {
         // The directory itself is too long for a socket address.
-        let uid = super::rendezvous::my_uid();
+        let uid = super::rendezvous::my_euid();
         PathBuf::from(format!("/tmp/gpushmem-{uid}/{hash:016x}.sock"))
     }
 }
@@ -298,7 +301,7 @@ mod tests {
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, "ompi-12345.sock");
         // In this user's private directory (no TMPDIR or XDG_RUNTIME_DIR in this lookup).
-        let dir = PathBuf::from(format!("/tmp/gpushmem-{}", super::super::rendezvous::my_uid()));
+        let dir = PathBuf::from(format!("/tmp/gpushmem-{}", super::super::rendezvous::my_euid()));
         assert_eq!(e.rendezvous.parent(), Some(dir.as_path()));
         assert_eq!(e.private_dir, Some(dir));
 

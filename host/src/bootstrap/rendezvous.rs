@@ -9,22 +9,32 @@
 //! real directory (not a symlink), owned by this user, no access for group or
 //! others. Anything else is [`Error::BootstrapRefused`] naming the path and
 //! what is wrong; nothing is repaired or removed, since another user may own it.
+//!
+//! Only the final component is checked: the directories above it (`/tmp`,
+//! `$XDG_RUNTIME_DIR`'s parents) are taken as they are. This directory is
+//! defence in depth: what protects the job's data is that both ends check the
+//! other's user id (`SO_PEERCRED`) before sending anything and prove the job's
+//! secret ([`super::auth`]), wherever the socket lives.
+//!
+//! "This user" is the effective user id throughout: the one the kernel records
+//! for `SO_PEERCRED` and as the owner of the files and directories we create.
 
 use crate::{Error, Result};
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-/// This process's real user id.
-pub(crate) fn my_uid() -> u32 {
-    // SAFETY: getuid cannot fail and touches no memory of ours.
-    unsafe { libc::getuid() }
+/// This process's effective user id: the one `SO_PEERCRED` reports to the
+/// other end, and the owner of the files this process creates.
+pub(crate) fn my_euid() -> u32 {
+    // SAFETY: geteuid cannot fail and touches no memory of ours.
+    unsafe { libc::geteuid() }
 }
 
 /// The private directory for default rendezvous paths (see the module docs);
 /// `get` reads the environment.
 pub(crate) fn default_dir(get: &impl Fn(&str) -> Option<String>) -> PathBuf {
-    let uid = my_uid();
+    let uid = my_euid();
     if let Some(xdg) = get("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|p| p.is_absolute()) {
         match std::fs::symlink_metadata(&xdg).map_err(|e| e.to_string()).and_then(|m| why_not_private(&m, uid)) {
             Ok(()) => return xdg.join("gpushmem"),
@@ -66,7 +76,7 @@ pub(crate) fn ensure_private_dir(dir: &Path, me: usize) -> Result<()> {
         Err(e) => return Err(refused(format!("cannot create the private rendezvous directory: {e}"))),
     }
     let meta = std::fs::symlink_metadata(dir).map_err(|e| refused(format!("cannot inspect it: {e}")))?;
-    why_not_private(&meta, my_uid()).map_err(|why| {
+    why_not_private(&meta, my_euid()).map_err(|why| {
         refused(format!(
             "{why}; the bootstrap will not meet in a directory other users can enter or control \
              (remove it if it is yours, or set GPUSHMEM_BOOTSTRAP to a socket path in a private directory)"
@@ -135,8 +145,8 @@ mod tests {
         std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o700)).unwrap();
         assert_eq!(default_dir(&get), xdg.join("gpushmem"));
         std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o777)).unwrap();
-        assert_eq!(default_dir(&get), PathBuf::from(format!("/var/tmp/gpushmem-{}", my_uid())));
+        assert_eq!(default_dir(&get), PathBuf::from(format!("/var/tmp/gpushmem-{}", my_euid())));
         std::fs::remove_dir(&xdg).unwrap();
-        assert_eq!(default_dir(&|_: &str| None), PathBuf::from(format!("/tmp/gpushmem-{}", my_uid())));
+        assert_eq!(default_dir(&|_: &str| None), PathBuf::from(format!("/tmp/gpushmem-{}", my_euid())));
     }
 }

@@ -6,7 +6,10 @@
 //! Joining is authenticated before any payload moves:
 //! 1. both ends read the other's user id from the kernel (`SO_PEERCRED`); a
 //!    process of another user gets nothing ([`Error::BootstrapRefused`] for
-//!    the connecting PE; PE 0 closes such a connection and keeps waiting);
+//!    the connecting PE; PE 0 closes such a connection and keeps waiting, and
+//!    a flood of them neither holds it past its timeout nor fills its memory:
+//!    it accepts in bounded batches and keeps only the first few reasons and a
+//!    count);
 //! 2. PE 0 sends a challenge (a fresh nonce); the PE answers with its rank,
 //!    the job size, a nonce of its own and an HMAC over both nonces keyed with
 //!    the job's secret ([`super::auth`]); PE 0 refuses a wrong proof;
@@ -30,7 +33,7 @@
 
 use super::auth::{nonce, peer_cred, prove, verify, PeerCred, NONCE, PROOF, SECRET_VAR};
 use super::env::LaunchEnv;
-use super::rendezvous::{ensure_private_dir, my_uid};
+use super::rendezvous::{ensure_private_dir, my_euid};
 use super::Bootstrap;
 use crate::{Error, Result};
 use std::io;
@@ -61,6 +64,13 @@ const PROOF_READY: &[u8] = b"gpushmem bootstrap: PE 0 to PE";
 /// How long PE 0 waits for one connection's hello: a silent stray connection
 /// must not hold up the PEs behind it.
 const HELLO_WAIT: Duration = Duration::from_secs(5);
+
+/// Most connections PE 0 accepts per wake-up while PEs connect, so that it
+/// looks at its deadline and its connected PEs between batches.
+const ACCEPTS_PER_WAKE: usize = 32;
+
+/// How many refused connections PE 0 describes (and logs); the rest are counted.
+const REFUSALS_KEPT: usize = 8;
 
 /// Message kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +168,8 @@ struct Link {
 impl SocketBootstrap {
     /// Joins the job `env` describes: PE 0 listens at `env.rendezvous` (removing a
     /// stale socket file there) and waits for the others; the others connect,
-    /// retrying while PE 0 is not up yet. Returns once every PE has connected,
+    /// retrying while PE 0 is not up yet. A symbolic link at that path is
+    /// [`Error::BootstrapRefused`] for every PE. Returns once every PE has connected,
     /// or fails after `timeout` naming the PEs that did not.
     pub fn connect(env: &LaunchEnv, timeout: Duration) -> Result<SocketBootstrap> {
         if env.size == 0 || env.rank >= env.size {
@@ -468,7 +479,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     // Per PE: its connection and the proof its Ready carries.
     let mut links: Vec<Option<(UnixStream, [u8; PROOF])>> = (0..size).map(|_| None).collect();
     // Connections turned away, for the error should PEs then be missing.
-    let mut refused: Vec<String> = Vec::new();
+    let mut refused = Refusals::default();
     let mut joined = 1;
     // Sends `kind` to every PE connected so far and returns `err`.
     let fail_all =
@@ -479,7 +490,22 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             }
             err
         };
+    let timed_out = |links: &[Option<(UnixStream, [u8; PROOF])>], refused: &Refusals| {
+        let missing: Vec<usize> = (1..size).filter(|&pe| links[pe].is_none()).collect();
+        let what = match refused.summary() {
+            None => format!("connect (PE 0 listening at {})", path.display()),
+            Some(r) => format!("connect (PE 0 listening at {}; {r})", path.display()),
+        };
+        let payload = encode_timeout(&what, &missing);
+        let err = Error::BootstrapTimeout { me: 0, what, timeout, missing };
+        fail_all(links, Kind::Timeout, 0, &payload, err)
+    };
     while joined < size {
+        // Checked before polling too: a listener that is always readable (a
+        // flood of connections) must not keep PE 0 past its deadline.
+        if Instant::now() >= deadline {
+            return Err(timed_out(&links, &refused));
+        }
         // Watch the connected PEs too: one that dies now fails the job at once.
         let connected: Vec<usize> = (1..size).filter(|&pe| links[pe].is_some()).collect();
         let mut fds: Vec<libc::pollfd> = connected
@@ -489,16 +515,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
         match poll(&mut fds, deadline) {
             Ok(true) => {}
-            Ok(false) => {
-                let missing: Vec<usize> = (1..size).filter(|&pe| links[pe].is_none()).collect();
-                let what = match refused.is_empty() {
-                    true => "connect".to_string(),
-                    false => format!("connect (connections refused meanwhile: {})", refused.join("; ")),
-                };
-                let payload = encode_timeout(&what, &missing);
-                let err = Error::BootstrapTimeout { me: 0, what, timeout, missing };
-                return Err(fail_all(&links, Kind::Timeout, 0, &payload, err));
-            }
+            Ok(false) => return Err(timed_out(&links, &refused)),
             Err(e) => return Err(io_err("wait for PEs to connect".into(), e)),
         }
         if let Some(i) = fds[..connected.len()].iter().position(|p| p.revents != 0) {
@@ -511,7 +528,12 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             let err = Error::PeerFailed { me: 0, peer: pe, why: why.clone() };
             return Err(fail_all(&links, Kind::Abort, pe, why.as_bytes(), err));
         }
-        loop {
+        // A bounded batch per wake-up, and never past the deadline or once every
+        // PE is in: a stray connection then neither delays Ready nor counts as a PE.
+        for _ in 0..ACCEPTS_PER_WAKE {
+            if joined == size || Instant::now() >= deadline {
+                break;
+            }
             let stream = match listener.accept() {
                 Ok((s, _)) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -525,8 +547,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             let (pe, their_size, ready) = match admit(&stream, env, deadline) {
                 Ok(a) => a,
                 Err(Turned::Away(why)) => {
-                    log::warn!("PE 0: refused a connection to {}: {why}", path.display());
-                    refused.push(why);
+                    refused.add(path, why);
                     continue;
                 }
                 // A probe (see `claim`) or a PE that died at once; a PE that is really gone shows up as missing.
@@ -578,6 +599,39 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     Ok(links.into_iter().map(|(l, _)| l).collect())
 }
 
+/// The connections PE 0 turned away while PEs connected: the first
+/// [`REFUSALS_KEPT`] reasons and a count, so that a flood of connections costs
+/// neither memory nor an endless log.
+#[derive(Default)]
+struct Refusals {
+    first: Vec<String>,
+    total: usize,
+}
+
+impl Refusals {
+    fn add(&mut self, path: &Path, why: String) {
+        self.total += 1;
+        if self.first.len() < REFUSALS_KEPT {
+            log::warn!("PE 0: refused a connection to {}: {why}", path.display());
+            self.first.push(why);
+        } else if self.total == REFUSALS_KEPT + 1 {
+            log::warn!("PE 0: refusing more connections to {}; counting them without logging each", path.display());
+        }
+    }
+
+    /// "N connection(s) refused meanwhile: why; why … and M more", or `None`.
+    fn summary(&self) -> Option<String> {
+        if self.total == 0 {
+            return None;
+        }
+        let more = match self.total - self.first.len() {
+            0 => String::new(),
+            n => format!(" … and {n} more"),
+        };
+        Some(format!("{} connection(s) refused meanwhile: {}{more}", self.total, self.first.join("; ")))
+    }
+}
+
 /// Why PE 0 did not admit a connection.
 enum Turned {
     /// Refused (another user, no proof of the secret, not this protocol): the reason.
@@ -594,13 +648,13 @@ fn admit(
     deadline: Instant,
 ) -> std::result::Result<(usize, u64, [u8; PROOF]), Turned> {
     let cred = peer_cred(stream).map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
-    if cred.uid != my_uid() {
+    if cred.uid != my_euid() {
         // Another user's process gets nothing, not even the challenge.
         return Err(Turned::Away(format!(
             "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
             cred.uid,
             cred.pid,
-            my_uid()
+            my_euid()
         )));
     }
     let until = deadline.min(Instant::now() + HELLO_WAIT);
@@ -630,8 +684,10 @@ fn admit(
 }
 
 /// Makes `path` free for PE 0's socket: removes a stale socket file, but
-/// refuses to take over one that a live process is listening on.
+/// refuses to take over one that a live process is listening on, and refuses
+/// a symbolic link there.
 fn claim(path: &Path) -> Result<()> {
+    refuse_symlink(0, path)?;
     match UnixStream::connect(path) {
         Ok(s) => Err(Error::Config {
             name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
@@ -664,6 +720,26 @@ fn claim(path: &Path) -> Result<()> {
     }
 }
 
+/// [`Error::BootstrapRefused`] for PE `me` if `path` is a symbolic link: the
+/// bootstrap meets at the path it was given, never where a link leads (which
+/// whoever could write the link's directory chose).
+fn refuse_symlink(me: usize, path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let target = std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+            Err(Error::BootstrapRefused {
+                me,
+                path: path.to_path_buf(),
+                why: format!(
+                    "is a symbolic link (to {target}); the bootstrap does not follow links: set \
+                     GPUSHMEM_BOOTSTRAP to the socket path itself"
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// "uid U, pid P", as errors name a process.
 fn describe(c: PeerCred) -> String {
     format!("uid {}, pid {}", c.uid, c.pid)
@@ -685,6 +761,8 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let start = Instant::now();
     let deadline = start + timeout;
     let stream = loop {
+        // Checked before every attempt: PE 0 may not have made the path yet.
+        refuse_symlink(me, path)?;
         match UnixStream::connect(path) {
             Ok(s) => break s,
             // PE 0 is not listening yet (no file, or a stale one).
@@ -712,12 +790,12 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         what: format!("read the credentials of the process at {}", path.display()),
         source,
     })?;
-    if cred.uid != my_uid() {
+    if cred.uid != my_euid() {
         return Err(refuse(format!(
             "the process listening there ({}) runs as another user, not as this one (uid {}): \
              it is not this job's PE 0, and nothing was sent to it",
             describe(cred),
-            my_uid()
+            my_euid()
         )));
     }
     let what = "connect (waiting for PE 0's challenge)";
