@@ -6,6 +6,7 @@
 //! | `GPUSHMEM_BOOTSTRAP_TIMEOUT` | seconds a bootstrap wait may take before it fails naming the missing PEs | `60` |
 //! | `GPUSHMEM_TIMEOUT` | seconds a device-side wait (barrier, …) may make no progress before it traps with a message; `0` = wait forever | `60` |
 //! | `GPUSHMEM_DEBUG_CHECKS` | `1`: device calls check PE numbers and heap bounds and trap with a message | `0` |
+//! | `GPUSHMEM_ENGINE` | `native` (gpushmem's load/store path) or `nvshmem` (NVSHMEM's runtime; kernels built with the same setting) | `native` |
 //! | `GPUSHMEM_DEBUG` | log level of the host's `log` records (`error`…`trace`); see [`crate::init_logging`] | off |
 
 use crate::{Error, Result};
@@ -22,6 +23,8 @@ pub struct Config {
     pub device_timeout: Option<Duration>,
     /// Device-side argument checks.
     pub debug_checks: bool,
+    /// Which engine moves the data.
+    pub engine: crate::Engine,
 }
 
 impl Default for Config {
@@ -31,6 +34,7 @@ impl Default for Config {
             bootstrap_timeout: Duration::from_secs(60),
             device_timeout: Some(Duration::from_secs(60)),
             debug_checks: false,
+            engine: crate::Engine::Native,
         }
     }
 }
@@ -60,6 +64,9 @@ impl Config {
         }
         if let Some(v) = get("GPUSHMEM_DEBUG_CHECKS") {
             c.debug_checks = parse_bool(&v).map_err(|why| bad("GPUSHMEM_DEBUG_CHECKS", &v, why))?;
+        }
+        if let Some(v) = get("GPUSHMEM_ENGINE") {
+            c.engine = crate::Engine::parse(&v).map_err(|why| bad("GPUSHMEM_ENGINE", &v, why))?;
         }
         Ok(c)
     }
@@ -133,5 +140,10 @@ mod tests {
         assert!(c.debug_checks);
         let e = Config::from_lookup(|k| (k == "GPUSHMEM_BOOTSTRAP_TIMEOUT").then(|| "soon".into())).unwrap_err();
         assert!(e.to_string().contains("GPUSHMEM_BOOTSTRAP_TIMEOUT"), "{e}");
+        assert_eq!(Config::from_lookup(|_| None).unwrap().engine, crate::Engine::Native);
+        let c = Config::from_lookup(|k| (k == "GPUSHMEM_ENGINE").then(|| "NVSHMEM".into())).unwrap();
+        assert_eq!(c.engine, crate::Engine::Nvshmem);
+        let e = Config::from_lookup(|k| (k == "GPUSHMEM_ENGINE").then(|| "ucx".into())).unwrap_err();
+        assert!(e.to_string().contains("GPUSHMEM_ENGINE") && e.to_string().contains("nvshmem"), "{e}");
     }
 }

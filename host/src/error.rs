@@ -139,6 +139,13 @@ pub enum Error {
         /// Why.
         why: String,
     },
+    /// The NVSHMEM engine cannot run as asked: its host library is missing or
+    /// failed, or the job asks for what NVSHMEM cannot do (PEs as threads).
+    #[error("NVSHMEM engine: {why}")]
+    Engine {
+        /// What is wrong, and what to do.
+        why: String,
+    },
     /// A PE thread panicked (threads mode).
     #[error("PE {pe} panicked: {message}")]
     Panic {

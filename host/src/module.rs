@@ -42,6 +42,7 @@ impl Module {
         ptx: &str,
         cubin: Option<&[u8]>,
         state: &State,
+        nvshmem: Option<&crate::nvshmem::Runtime>,
     ) -> Result<Module> {
         let err = |why: String| Error::Module { name: name.to_string(), why };
         let prebuilt = cubin.filter(|c| !c.is_empty()).and_then(|c| {
@@ -88,6 +89,29 @@ impl Module {
                 .result()
                 .map_err(|e| err(format!("cuFuncLoad({entry}): {e}")))?;
             kernels.insert(entry.to_string(), f);
+        }
+        // A module built for the NVSHMEM engine holds NVSHMEM's device state, which
+        // only NVSHMEM's runtime can fill; one built for the native engine has none.
+        match (crate::nvshmem::module_nvshmem_version(&inner, stream)?, nvshmem) {
+            (None, _) => {}
+            (Some(v), Some(rt)) => {
+                let Some(f) = kernels.values().next() else {
+                    return Err(err("holds NVSHMEM device code but no kernel".into()));
+                };
+                let mut module: cudarc::driver::sys::CUmodule = std::ptr::null_mut();
+                // SAFETY: a function handle of the loaded module; writes its module handle.
+                unsafe { cudarc::driver::sys::cuFuncGetModule(&mut module, f.cu_function()) }
+                    .result()
+                    .map_err(|e| err(format!("cuFuncGetModule: {e}")))?;
+                rt.module_init(name, module, v)?;
+            }
+            (Some((a, b, c)), None) => {
+                return Err(err(format!(
+                    "was built for the NVSHMEM engine (NVSHMEM {a}.{b}.{c} device code), but this job runs on the \
+                     native engine: run it with GPUSHMEM_ENGINE=nvshmem (one process per PE), or rebuild the kernels \
+                     without GPUSHMEM_ENGINE=nvshmem"
+                )))
+            }
         }
         Ok(Module { inner, name: name.to_string(), kernels })
     }

@@ -91,6 +91,7 @@ impl PeerMap {
         stream: &cudarc::driver::CudaStream,
         device: usize,
         heap: &Heap,
+        nvshmem: Option<&crate::nvshmem::Runtime>,
     ) -> Result<PeerMap> {
         let me = boot.rank();
         let mine = PeerInfo {
@@ -100,7 +101,8 @@ impl PeerMap {
             heap_base: heap.base,
             heap_size: heap.size,
             ctx: ctx.cu_ctx() as u64,
-            ipc: driver::ipc_get_handle(heap.base).ok(),
+            // NVSHMEM's heap is mapped to the peers by NVSHMEM (below).
+            ipc: if nvshmem.is_some() { None } else { driver::ipc_get_handle(heap.base).ok() },
         };
         let all = boot.allgather(&mine.encode())?;
         let infos = all
@@ -127,6 +129,9 @@ impl PeerMap {
         for (pe, info) in infos.iter().enumerate() {
             let base = if pe == me {
                 heap.base
+            } else if let Some(nv) = nvshmem {
+                // 0 where loads and stores cannot reach the peer (another node).
+                nv.peer_base(pe)
             } else if info.pid == mine.pid {
                 if info.device != mine.device {
                     driver::enable_peer_access(ctx.cu_device(), info.device as i32, info.ctx as _)?;

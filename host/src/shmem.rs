@@ -5,9 +5,10 @@ use crate::error::CudaContext as _;
 use crate::heap::{Heap, SymSlice};
 use crate::launch::{check_co_resident, launch_on, KernelArgs};
 use crate::module::{Kernel, Module};
+use crate::nvshmem::Runtime;
 use crate::peer::PeerMap;
 use crate::team::TeamTable;
-use crate::{driver, Config, Error, Result};
+use crate::{driver, Config, Engine, Error, Result};
 use cudarc::driver::{CudaContext, CudaStream, LaunchConfig};
 use gpushmem_kernels::abi::{State, FLAG_DEBUG_CHECKS, FLAG_ONE_GPU, STATE_VERSION};
 use std::sync::Arc;
@@ -29,6 +30,9 @@ pub struct Shmem {
     // Drop order matters: peers (unmapped) before heap (freed) before the context.
     peers: PeerMap,
     pub(crate) heap: Heap,
+    /// The NVSHMEM engine's runtime (after the heap, which lives in its memory,
+    /// and before the context it runs on).
+    nvshmem: Option<Arc<crate::nvshmem::Runtime>>,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     bootstrap: Box<dyn Bootstrap>,
@@ -58,11 +62,12 @@ impl Shmem {
                 let boot = SocketBootstrap::connect(&env, config.bootstrap_timeout)?;
                 let device = env.device;
                 let local = env.local_rank;
-                Self::init_with(Box::new(boot), config, device, local)
+                let single_node = env.local_size == env.size;
+                Self::init_with(Box::new(boot), config, device, local, single_node)
             }
             None => {
                 let boot = ThreadsBootstrap::group(1, config.bootstrap_timeout).remove(0);
-                Self::init_with(Box::new(boot), config, None, 0)
+                Self::init_with(Box::new(boot), config, None, 0, true)
             }
         }
     }
@@ -75,8 +80,9 @@ impl Shmem {
         config: Config,
         device: Option<usize>,
         local_rank: usize,
+        single_node: bool,
     ) -> Result<Shmem> {
-        match Self::setup(bootstrap.as_ref(), &config, device, local_rank) {
+        match Self::setup(bootstrap.as_ref(), &config, device, local_rank, single_node) {
             Ok(p) => {
                 let pes_on_device = p.peers.pes_on_device(bootstrap.rank());
                 let s = Shmem {
@@ -87,6 +93,7 @@ impl Shmem {
                     teams: p.teams,
                     peers: p.peers,
                     heap: p.heap,
+                    nvshmem: p.nvshmem,
                     stream: p.stream,
                     ctx: p.ctx,
                     bootstrap,
@@ -112,7 +119,13 @@ impl Shmem {
 
     /// Context, stream, heap, peers, teams and the built-in module, in that
     /// order; on an error what was made so far is released by its `Drop`.
-    fn setup(boot: &dyn Bootstrap, config: &Config, device: Option<usize>, local_rank: usize) -> Result<Parts> {
+    fn setup(
+        boot: &dyn Bootstrap,
+        config: &Config,
+        device: Option<usize>,
+        local_rank: usize,
+        single_node: bool,
+    ) -> Result<Parts> {
         let me = boot.rank();
         let n_dev = driver::device_count()?;
         let device = device.unwrap_or(local_rank % n_dev);
@@ -125,15 +138,30 @@ impl Shmem {
         }
         let ctx = CudaContext::new(device).cuda(format!("creating the context on device {device}"))?;
         let stream = ctx.new_stream().cuda("cuStreamCreate")?;
-        let heap = Heap::new(&ctx, config.heap_size, stream.cu_stream())?;
-        let peers = PeerMap::build(boot, &ctx, &stream, device, &heap)?;
+        let nvshmem = match config.engine {
+            Engine::Native => None,
+            Engine::Nvshmem => Some(Arc::new(Runtime::init(boot, &ctx, config.heap_size, single_node)?)),
+        };
+        let heap = match &nvshmem {
+            None => Heap::new(&ctx, config.heap_size, stream.cu_stream())?,
+            Some(rt) => Heap::adopt(rt.heap_base(), config.heap_size, stream.cu_stream())?,
+        };
+        let peers = PeerMap::build(boot, &ctx, &stream, device, &heap, nvshmem.as_deref())?;
         let teams = TeamTable::new(&ctx, &stream, me, boot.size())?;
         // Before the barrier: module loading waits for running kernels (see `load_module`).
         let state = make_state(boot, config, &heap, &peers, &teams);
-        let builtin = Module::load(&ctx, &stream, "gpushmem-builtin", BUILTIN_PTX, Some(BUILTIN_CUBIN), &state)?;
+        let builtin = Module::load(
+            &ctx,
+            &stream,
+            "gpushmem-builtin",
+            BUILTIN_PTX,
+            Some(BUILTIN_CUBIN),
+            &state,
+            nvshmem.as_deref(),
+        )?;
         boot.barrier()?;
         log::trace!("PE {me}: init complete");
-        Ok(Parts { ctx, stream, heap, peers, teams, device, builtin })
+        Ok(Parts { ctx, stream, heap, nvshmem, peers, teams, device, builtin })
     }
 
     /// This PE's number (`nvshmem_my_pe`).
@@ -392,7 +420,8 @@ impl Shmem {
     /// (seconds for a large module, in every fresh process); otherwise the PTX.
     /// Kernel names are read from `ptx`.
     pub fn load_module_prebuilt(&self, name: &str, ptx: &str, cubin: &[u8]) -> Result<Module> {
-        let m = Module::load(&self.ctx, &self.stream, name, ptx, Some(cubin), &self.device_state());
+        let state = self.device_state();
+        let m = Module::load(&self.ctx, &self.stream, name, ptx, Some(cubin), &state, self.nvshmem.as_deref());
         // Arrive even on failure, so the others are not left waiting for this PE.
         let arrived = self.bootstrap.barrier();
         let m = m?;
@@ -468,6 +497,7 @@ struct Parts {
     teams: TeamTable,
     peers: PeerMap,
     heap: Heap,
+    nvshmem: Option<Arc<Runtime>>,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     device: usize,

@@ -58,6 +58,13 @@ impl Threads {
             Some(c) => c,
             None => Config::from_env()?,
         };
+        if config.engine == crate::Engine::Nvshmem {
+            return Err(Error::Engine {
+                why: "PEs as threads cannot run on the NVSHMEM engine (NVSHMEM has one PE per process): start one \
+                      process per PE (gpushmem-run, mpirun, srun), or use GPUSHMEM_ENGINE=native"
+                    .into(),
+            });
+        }
         let n_dev = driver::device_count()?;
         let device_of = |pe: usize| self.devices.as_ref().map_or(pe % n_dev, |d| d[pe % d.len()]);
         let most_on_one_gpu = (0..n_dev).map(|g| (0..self.n).filter(|&pe| device_of(pe) == g).count()).max();
@@ -76,7 +83,7 @@ impl Threads {
                         .spawn_scoped(scope, move || {
                             let guard = boot.clone();
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                let shmem = Shmem::init_with(Box::new(boot), config, Some(device), pe)?;
+                                let shmem = Shmem::init_with(Box::new(boot), config, Some(device), pe, true)?;
                                 let out = f(&shmem);
                                 if out.is_err() {
                                     // Others may wait in a collective for us: release them now.

@@ -69,7 +69,9 @@ pub(crate) struct Heap {
     pub base: u64,
     pub size: u64,
     pub alloc: Mutex<Allocator>,
-    _mem: driver::DeviceBuffer,
+    /// The memory, when this heap owns it (native engine); NVSHMEM's heap is
+    /// freed by the NVSHMEM runtime.
+    _mem: Option<driver::DeviceBuffer>,
 }
 
 impl Heap {
@@ -79,13 +81,7 @@ impl Heap {
         size: u64,
         stream: cudarc::driver::sys::CUstream,
     ) -> Result<Heap> {
-        if size <= RESERVED_HEAP_BYTES {
-            return Err(Error::Config {
-                name: "GPUSHMEM_SYMMETRIC_SIZE".into(),
-                value: size.to_string(),
-                why: format!("must exceed the {RESERVED_HEAP_BYTES} bytes the library reserves"),
-            });
-        }
+        Self::check_size(size)?;
         let mem = driver::DeviceBuffer::alloc(ctx, size).map_err(|e| {
             e.in_context(|| {
                 format!(
@@ -96,7 +92,27 @@ impl Heap {
         })?;
         // SAFETY: just allocated, `size` bytes (freed by `mem`'s drop on an error).
         unsafe { driver::zero(stream, mem.ptr, size) }?;
-        Ok(Heap { base: mem.ptr, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)), _mem: mem })
+        Ok(Heap { base: mem.ptr, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)), _mem: Some(mem) })
+    }
+
+    /// A heap over `size` bytes at `base` that someone else owns (NVSHMEM's
+    /// symmetric heap), zeroed on `stream`.
+    pub fn adopt(base: u64, size: u64, stream: cudarc::driver::sys::CUstream) -> Result<Heap> {
+        Self::check_size(size)?;
+        // SAFETY: the caller hands over `size` bytes of device memory at `base`, live as long as this heap.
+        unsafe { driver::zero(stream, base, size) }?;
+        Ok(Heap { base, size, alloc: Mutex::new(Allocator::new(RESERVED_HEAP_BYTES, size)), _mem: None })
+    }
+
+    fn check_size(size: u64) -> Result<()> {
+        if size <= RESERVED_HEAP_BYTES {
+            return Err(Error::Config {
+                name: "GPUSHMEM_SYMMETRIC_SIZE".into(),
+                value: size.to_string(),
+                why: format!("must exceed the {RESERVED_HEAP_BYTES} bytes the library reserves"),
+            });
+        }
+        Ok(())
     }
 
     /// Fails unless `[addr, addr + len)` is inside this heap.
