@@ -63,7 +63,8 @@ fn process_mode(n_pes: usize, gpus: usize) -> (String, bool) {
 /// Launched by `gpushmem-run` (`GPUSHMEM_RANK` or `OMPI_COMM_WORLD_RANK`
 /// set), this process is one PE: `Shmem::init`, `body`, `finalize`.
 /// Otherwise it runs PEs as threads, as many as `args[0]` says (default: one
-/// per GPU, at least 2).
+/// per GPU, at least 2) — except on the NVSHMEM engine (`GPUSHMEM_ENGINE=nvshmem`),
+/// which has one PE per process: then this process is a job of one PE.
 /// `body(shmem, mode, shared)` runs the example on one PE and returns whether
 /// every PE's check passed; `mode` says how the PEs run, for the report, and
 /// `shared` is true where processes share a GPU (see `process_mode`).
@@ -85,7 +86,12 @@ pub fn run(
         }
     };
     let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
-    let result = if launched {
+    // NVSHMEM has one PE per process: unlaunched, this process is a job of one PE.
+    let nvshmem = gpushmem::Config::from_env().is_ok_and(|c| c.engine == gpushmem::Engine::Nvshmem);
+    if nvshmem && !launched {
+        println!("{name}: NVSHMEM engine: one PE in this process (start more with gpushmem-run -n N)");
+    }
+    let result = if launched || nvshmem {
         Shmem::init().and_then(|s| {
             let (mode, shared) = process_mode(s.n_pes(), gpus);
             let ok = body(&s, &mode, shared)?;

@@ -116,6 +116,43 @@ const SOURCES: [Source; 4] = [
     },
 ];
 
+/// Every variable through which a launcher places a process in a job (rank,
+/// size, local rank and size of each launcher above, `GPUSHMEM_BOOTSTRAP`,
+/// the secret, `GPUSHMEM_DEVICE`). A child process that must start a job of
+/// its own (a test that provokes a trap, which poisons its CUDA context) gets
+/// them removed: see [`remove_launcher_vars`].
+pub const LAUNCHER_VARS: &[&str] = &[
+    "GPUSHMEM_RANK",
+    "GPUSHMEM_SIZE",
+    "GPUSHMEM_LOCAL_RANK",
+    "GPUSHMEM_LOCAL_SIZE",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "MPI_LOCALNRANKS",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS_PER_NODE",
+    "GPUSHMEM_BOOTSTRAP",
+    SECRET_VAR,
+    "GPUSHMEM_DEVICE",
+];
+
+/// Removes [`LAUNCHER_VARS`] from `cmd`'s environment, so that the child runs
+/// as a job of its own (one PE, or whatever the caller then sets) instead of
+/// trying to join this process's job.
+pub fn remove_launcher_vars(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for v in LAUNCHER_VARS {
+        cmd.env_remove(v);
+    }
+    cmd
+}
+
 /// Longest socket path we make; `sockaddr_un` holds 108 bytes with the NUL.
 const MAX_SOCKET_PATH: usize = 100;
 
@@ -366,6 +403,20 @@ mod tests {
         assert!(!format!("{e:?}").contains(text), "Debug shows the secret");
         let err = lookup(&[&base[..], &[(SECRET_VAR, "1234")]].concat()).unwrap_err().to_string();
         assert!(err.contains(SECRET_VAR) && err.contains("too short") && !err.contains("1234"), "{err}");
+    }
+
+    #[test]
+    fn launcher_vars_cover_every_source() {
+        for s in &SOURCES {
+            for v in [s.rank, s.size, s.local_rank, s.local_size] {
+                assert!(LAUNCHER_VARS.contains(&v), "{v} missing from LAUNCHER_VARS");
+            }
+        }
+        let mut cmd = std::process::Command::new("true");
+        cmd.env("GPUSHMEM_RANK", "1").env("KEEP", "1");
+        remove_launcher_vars(&mut cmd);
+        let set: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_some()).map(|(k, _)| k.to_owned()).collect();
+        assert_eq!(set, ["KEEP"]);
     }
 
     #[test]
