@@ -24,6 +24,7 @@ pub fn config(heap: u64) -> Config {
         bootstrap_timeout: std::time::Duration::from_secs(wait_s.max(60)),
         device_timeout: Some(std::time::Duration::from_secs(wait_s)),
         debug_checks: false,
+        ..Config::default()
     }
 }
 
