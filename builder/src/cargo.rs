@@ -7,9 +7,30 @@ use std::process::{Command, Stdio};
 
 pub(crate) struct KernelBuild {
     pub crate_name: String,
+    /// The PTX rustc linked (for [`Emit::Bitcode`]: an unoptimised one that
+    /// leaves NVSHMEM's functions undefined; not the one to load).
     pub ptx: PathBuf,
+    /// For [`Emit::Bitcode`]: the crate's LLVM bitcode after fat LTO (the
+    /// kernel crate, its dependencies and `core` in one module), unoptimised.
+    pub bitcode: Option<PathBuf>,
     pub sources: Vec<PathBuf>,
 }
+
+/// What the nested cargo makes of the kernel crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Emit {
+    /// Native engine: `cargo build --release`, PTX from rustc's bitcode linker.
+    Ptx,
+    /// NVSHMEM engine: `cargo rustc` with the `gpushmem-kernels/nvshmem`
+    /// feature in an opt-level-0 profile, and `--emit=llvm-bc` as well.
+    Bitcode,
+}
+
+/// The cargo profile of [`Emit::Bitcode`] builds: release settings at opt-level 0.
+pub(crate) const NVSHMEM_PROFILE: &str = "gpushmem-nvshmem";
+
+/// The feature of gpushmem-kernels that lowers the device API to NVSHMEM's functions.
+pub(crate) const NVSHMEM_FEATURE: &str = "gpushmem-kernels/nvshmem";
 
 /// Variables of the outer build that must not leak into the nested one: they
 /// describe the outer package/target, and `RUSTC_WRAPPER`-style settings or
@@ -39,11 +60,16 @@ fn is_outer_build_var(key: &str) -> bool {
 /// `cargo build --release --target nvptx64-nvidia-cuda -Zbuild-std=core` on
 /// the kernel crate, with release settings that kernels need (fat LTO so the
 /// device library is inlined, abort on panic, one codegen unit).
+///
+/// For [`Emit::Bitcode`] the same settings in the profile [`NVSHMEM_PROFILE`]
+/// at opt-level 0, with [`NVSHMEM_FEATURE`], through `cargo rustc … --
+/// --emit=llvm-bc` (rustc writes `deps/<crate>.bc` beside the PTX).
 pub(crate) fn build_kernel_crate(
     manifest: &Path,
     target_dir: &Path,
     rustflags: &str,
     rustc: &Path,
+    emit: Emit,
 ) -> Result<KernelBuild, BuildError> {
     let cargo = std::env::var_os("CARGO").map(PathBuf::from).unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
@@ -52,20 +78,37 @@ pub(crate) fn build_kernel_crate(
             cmd.env_remove(k);
         }
     }
-    cmd.env("RUSTC", rustc)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .env("CARGO_ENCODED_RUSTFLAGS", rustflags)
-        .args(["build", "--release", "--target", NVPTX_TARGET, "-Zbuild-std=core"])
+    cmd.env("RUSTC", rustc).env("RUSTC_BOOTSTRAP", "1").env("CARGO_ENCODED_RUSTFLAGS", rustflags);
+    let profile = match emit {
+        Emit::Ptx => {
+            cmd.args(["build", "--release"]);
+            "release"
+        }
+        Emit::Bitcode => {
+            // Unoptimised on purpose: rustc declares NVSHMEM's functions without
+            // `convergent`, so optimising before they are linked in may copy a
+            // barrier call onto divergent paths (FACTS.md). `opt` optimises later.
+            let p = NVSHMEM_PROFILE;
+            cmd.args(["rustc", "--profile", p, "--features", NVSHMEM_FEATURE])
+                .args(["--config", &format!("profile.{p}.inherits=\"release\"")])
+                .args(["--config", &format!("profile.{p}.opt-level=0")]);
+            p
+        }
+    };
+    cmd.args(["--target", NVPTX_TARGET, "-Zbuild-std=core"])
         .args(["--message-format", "json-render-diagnostics"])
-        .args(["--config", "profile.release.lto=\"fat\""])
-        .args(["--config", "profile.release.panic=\"abort\""])
-        .args(["--config", "profile.release.codegen-units=1"])
+        .args(["--config", &format!("profile.{profile}.lto=\"fat\"")])
+        .args(["--config", &format!("profile.{profile}.panic=\"abort\"")])
+        .args(["--config", &format!("profile.{profile}.codegen-units=1")])
         .arg("--manifest-path")
         .arg(manifest)
         .arg("--target-dir")
         .arg(target_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
+    if emit == Emit::Bitcode {
+        cmd.args(["--", "--emit=llvm-bc"]);
+    }
     let mut child = cmd
         .spawn()
         .map_err(|source| BuildError::Spawn { what: format!("{} build (kernel crate)", cargo.display()), source })?;
@@ -92,11 +135,25 @@ pub(crate) fn build_kernel_crate(
     }
     let status = child.wait().map_err(|source| BuildError::Spawn { what: "cargo".into(), source })?;
     if !status.success() {
-        return Err(BuildError::CargoFailed { manifest: manifest.to_path_buf(), status: status.to_string() });
+        let how = match emit {
+            Emit::Ptx => "for nvptx64".to_string(),
+            Emit::Bitcode => format!("for nvptx64 with --features {NVSHMEM_FEATURE} (NVSHMEM engine)"),
+        };
+        return Err(BuildError::CargoFailed { manifest: manifest.to_path_buf(), how, status: status.to_string() });
     }
     let (crate_name, ptx) = found.ok_or_else(|| BuildError::NoPtx(manifest.to_path_buf()))?;
     let sources = dep_info_sources(&ptx.with_extension("d"));
-    Ok(KernelBuild { crate_name, ptx, sources })
+    let bitcode = match emit {
+        Emit::Ptx => None,
+        Emit::Bitcode => {
+            let bc = ptx.parent().unwrap_or(Path::new(".")).join("deps").join(format!("{crate_name}.bc"));
+            if !bc.is_file() {
+                return Err(BuildError::NoBitcode(bc));
+            }
+            Some(bc)
+        }
+    };
+    Ok(KernelBuild { crate_name, ptx, bitcode, sources })
 }
 
 /// The source files named in cargo's dep-info file (`<artifact>.d`), leaving

@@ -27,12 +27,12 @@ pub enum BuildError {
         source: std::io::Error,
     },
     /// The nested cargo build failed.
-    #[error(
-        "cargo build of the kernel crate {manifest} for nvptx64 failed (exit {status}); its diagnostics are above"
-    )]
+    #[error("cargo build of the kernel crate {manifest} {how} failed ({status}); its diagnostics are above")]
     CargoFailed {
         /// The kernel crate.
         manifest: PathBuf,
+        /// For what it was built (`for nvptx64`, and the feature of the NVSHMEM engine).
+        how: String,
         /// The exit status.
         status: String,
     },
@@ -47,6 +47,36 @@ pub enum BuildError {
         /// The PTX file.
         ptx: PathBuf,
         /// What ptxas printed.
+        stderr: String,
+    },
+    /// `GPUSHMEM_ENGINE` (or a string given to `Engine::from_str`) names no engine.
+    #[error("GPUSHMEM_ENGINE={0:?} is not an engine: use `native` (the default) or `nvshmem`")]
+    BadEngine(String),
+    /// The NVSHMEM engine was chosen but NVSHMEM's device bitcode was not found.
+    #[error(
+        "NVSHMEM's device bitcode (lib/libnvshmem_device.bc) was not found; looked in: {searched}.\n\
+         Install it with `bash scripts/setup.sh` in the gpushmem checkout (into .tools/nvshmem), or \
+         `pip install nvidia-nvshmem-cu13==3.4.5`, or set NVSHMEM_HOME to an NVSHMEM install that has \
+         lib/libnvshmem_device.bc (3.8 and later: lib/libnvshmem_device_<arch>.bc)"
+    )]
+    NoNvshmem {
+        /// Where it was looked for, in order.
+        searched: String,
+    },
+    /// The NVSHMEM engine's cargo build succeeded but rustc wrote no bitcode.
+    #[error("the kernel crate was built but its LLVM bitcode {0} is missing")]
+    NoBitcode(PathBuf),
+    /// The kernel crate's bitcode defines no kernel (`extern "ptx-kernel"` function).
+    #[error("{0} defines no kernel (no `ptx_kernel` function): nothing to link against NVSHMEM")]
+    NoKernels(PathBuf),
+    /// An LLVM tool of the NVSHMEM engine's link failed.
+    #[error("{command}\nfailed ({status}):\n{stderr}")]
+    LlvmTool {
+        /// The command line.
+        command: String,
+        /// The exit status.
+        status: String,
+        /// What the tool printed.
         stderr: String,
     },
 }

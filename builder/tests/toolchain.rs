@@ -47,3 +47,50 @@ fn a_missing_kernel_crate_is_a_clear_error() {
     let err = gpushmem_build::Builder::new("/nonexistent/kernels").build().unwrap_err().to_string();
     assert!(err.contains("no kernel crate at /nonexistent/kernels/Cargo.toml"), "{err}");
 }
+
+#[test]
+fn a_bad_engine_name_is_a_clear_error() {
+    let err = "nvshmemm".parse::<gpushmem_build::Engine>().unwrap_err().to_string();
+    assert!(err.contains("GPUSHMEM_ENGINE=\"nvshmemm\" is not an engine"), "{err}");
+}
+
+#[test]
+fn missing_llvm_tools_fail_the_nvshmem_engine_before_cargo_runs() {
+    // The fake toolchain has everything `check_components` looks for but `opt`.
+    let dir = std::env::temp_dir().join(format!("gpushmem-build-test-tools-{}", std::process::id()));
+    let sysroot = dir.join("toolchains/fake");
+    let core = sysroot.join("lib/rustlib/src/rust/library/core");
+    std::fs::create_dir_all(&core).unwrap();
+    std::fs::write(core.join("Cargo.toml"), "").unwrap();
+    let bin = sysroot.join("lib/rustlib/x86_64-unknown-linux-gnu/bin");
+    std::fs::create_dir_all(bin.join("self-contained")).unwrap();
+    std::fs::write(bin.join("self-contained/llvm-bitcode-linker"), "").unwrap();
+    std::fs::write(bin.join("llvm-link"), "").unwrap();
+    let kernels = dir.join("kernels");
+    std::fs::create_dir_all(&kernels).unwrap();
+    std::fs::write(kernels.join("Cargo.toml"), "").unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "fake_toolchain_build", "--nocapture"])
+        .env("GPUSHMEM_FAKE_RUSTC", fake_rustc(&dir, &sysroot))
+        .env("GPUSHMEM_FAKE_KERNELS", &kernels)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("rustup component add llvm-tools"), "{text}");
+    assert!(text.contains("opt not found"), "{text}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The test above's child process (it sets `RUSTC`, which the builder reads
+/// from the environment); does nothing when run on its own.
+#[test]
+fn fake_toolchain_build() {
+    let (Some(rustc), Some(kernels)) =
+        (std::env::var_os("GPUSHMEM_FAKE_RUSTC"), std::env::var_os("GPUSHMEM_FAKE_KERNELS"))
+    else {
+        return;
+    };
+    std::env::set_var("RUSTC", rustc);
+    let err = gpushmem_build::Builder::new(kernels).engine(gpushmem_build::Engine::Nvshmem).build().unwrap_err();
+    println!("{err}");
+}

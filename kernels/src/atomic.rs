@@ -7,8 +7,10 @@
 //! only by `fence`/`quiet`/barriers. `atomic_fetch` is a `ld.relaxed.sys`,
 //! `atomic_set` a `st.relaxed.sys` (atomic at the word).
 
-use crate::rma::remote_elem;
+use crate::debug;
+use crate::engine::{self, FetchOp, Op};
 use core::arch::asm;
+use core::ffi::CStr;
 
 /// A word the remote atomics work on. Implemented for `u32`, `u64`, `i32`, `i64`.
 pub trait AtomicWord: bytemuck::Pod + PartialOrd {
@@ -131,34 +133,36 @@ atomic_word!(i32, reg32, "s32", "b32");
 atomic_word!(u64, reg64, "u64", "b64");
 atomic_word!(i64, reg64, "u64", "b64");
 
+/// Checks (debug mode) the word `dest` on `pe` for `call`.
 #[inline(always)]
-unsafe fn target<T>(dest: *const T, pe: u32, call: &core::ffi::CStr) -> *mut T {
-    remote_elem(dest, pe, call)
+fn check<T>(dest: *const T, pe: u32, call: &CStr) {
+    debug::check_remote_elem(dest, pe, call);
 }
 
 macro_rules! fetch_op {
-    ($(#[$doc:meta])* $name:ident, $m:ident) => {
+    ($(#[$doc:meta])* $name:ident, $op:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
         /// `dest` is a naturally aligned symmetric address; `pe < n_pes()`.
         #[inline(always)]
         pub unsafe fn $name<T: AtomicWord>(dest: *mut T, value: T, pe: u32) -> T {
-            T::$m(target(dest, pe, c"atomic"), value)
+            check(dest, pe, c"atomic");
+            engine::atomic_fetch_op(dest, value, pe, FetchOp::$op, c"atomic")
         }
     };
 }
 
 fetch_op!(/// Adds `value` to `dest` on `pe`; returns the old value (`nvshmem_atomic_fetch_add`).
-    atomic_fetch_add, fetch_add);
+    atomic_fetch_add, Add);
 fetch_op!(/// Bitwise-ands `value` into `dest` on `pe`; returns the old value.
-    atomic_fetch_and, fetch_and);
+    atomic_fetch_and, And);
 fetch_op!(/// Bitwise-ors `value` into `dest` on `pe`; returns the old value.
-    atomic_fetch_or, fetch_or);
+    atomic_fetch_or, Or);
 fetch_op!(/// Bitwise-xors `value` into `dest` on `pe`; returns the old value.
-    atomic_fetch_xor, fetch_xor);
+    atomic_fetch_xor, Xor);
 fetch_op!(/// Stores `value` in `dest` on `pe`; returns the old value (`nvshmem_atomic_swap`).
-    atomic_swap, swap);
+    atomic_swap, Swap);
 
 /// Adds `value` to `dest` on `pe`, no result (`nvshmem_atomic_add`; a `red`, no round trip).
 ///
@@ -166,7 +170,8 @@ fetch_op!(/// Stores `value` in `dest` on `pe`; returns the old value (`nvshmem_
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_add<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::add(target(dest, pe, c"atomic_add"), value)
+    check(dest, pe, c"atomic_add");
+    engine::atomic_op(dest, value, pe, Op::Add, c"atomic_add")
 }
 
 /// Bitwise-ands `value` into `dest` on `pe` (`nvshmem_atomic_and`; a `red`, no round trip).
@@ -175,7 +180,8 @@ pub unsafe fn atomic_add<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::red_bitwise(target(dest, pe, c"atomic_and"), value, Bitwise::And)
+    check(dest, pe, c"atomic_and");
+    engine::atomic_op(dest, value, pe, Op::And, c"atomic_and")
 }
 
 /// Bitwise-ors `value` into `dest` on `pe` (`nvshmem_atomic_or`).
@@ -184,7 +190,8 @@ pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::red_bitwise(target(dest, pe, c"atomic_or"), value, Bitwise::Or)
+    check(dest, pe, c"atomic_or");
+    engine::atomic_op(dest, value, pe, Op::Or, c"atomic_or")
 }
 
 /// Bitwise-xors `value` into `dest` on `pe` (`nvshmem_atomic_xor`).
@@ -193,7 +200,8 @@ pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_xor<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::red_bitwise(target(dest, pe, c"atomic_xor"), value, Bitwise::Xor)
+    check(dest, pe, c"atomic_xor");
+    engine::atomic_op(dest, value, pe, Op::Xor, c"atomic_xor")
 }
 
 /// Adds one to `dest` on `pe`; returns the old value (`nvshmem_atomic_fetch_inc`).
@@ -202,7 +210,8 @@ pub unsafe fn atomic_xor<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_inc<T: AtomicWord>(dest: *mut T, pe: u32) -> T {
-    T::fetch_add(target(dest, pe, c"atomic_fetch_inc"), T::ONE)
+    check(dest, pe, c"atomic_fetch_inc");
+    engine::atomic_fetch_op(dest, T::ONE, pe, FetchOp::Inc, c"atomic_fetch_inc")
 }
 
 /// Adds one to `dest` on `pe` (`nvshmem_atomic_inc`).
@@ -211,7 +220,8 @@ pub unsafe fn atomic_fetch_inc<T: AtomicWord>(dest: *mut T, pe: u32) -> T {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_inc<T: AtomicWord>(dest: *mut T, pe: u32) {
-    T::add(target(dest, pe, c"atomic_inc"), T::ONE)
+    check(dest, pe, c"atomic_inc");
+    engine::atomic_op(dest, T::ONE, pe, Op::Inc, c"atomic_inc")
 }
 
 /// Stores `value` in `dest` on `pe` if it equals `cond`; returns the old
@@ -221,7 +231,8 @@ pub unsafe fn atomic_inc<T: AtomicWord>(dest: *mut T, pe: u32) {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T, pe: u32) -> T {
-    T::compare_swap(target(dest, pe, c"atomic_compare_swap"), cond, value)
+    check(dest, pe, c"atomic_compare_swap");
+    engine::atomic_compare_swap(dest, cond, value, pe, c"atomic_compare_swap")
 }
 
 /// Reads `src` on `pe` atomically (`nvshmem_atomic_fetch`).
@@ -230,7 +241,8 @@ pub unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32) -> T {
-    T::load(target(src, pe, c"atomic_fetch"))
+    check(src, pe, c"atomic_fetch");
+    engine::atomic_fetch(src, pe, c"atomic_fetch")
 }
 
 /// Writes `value` to `dest` on `pe` atomically (`nvshmem_atomic_set`).
@@ -239,7 +251,8 @@ pub unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32) -> T {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_set<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
-    T::store(target(dest, pe, c"atomic_set"), value)
+    check(dest, pe, c"atomic_set");
+    engine::atomic_op(dest, value, pe, Op::Set, c"atomic_set")
 }
 
 /// A float the hardware adds atomically (`atom.add.f32`/`.f64`, sm_60+).
@@ -272,5 +285,6 @@ impl AtomicFloat for f64 {
 /// As [`atomic_fetch_add`].
 #[inline(always)]
 pub unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value: T, pe: u32) -> T {
-    T::fetch_add(target(dest, pe, c"atomic_fetch_add_float"), value)
+    check(dest, pe, c"atomic_fetch_add_float");
+    engine::atomic_fetch_add_float(dest, value, pe, c"atomic_fetch_add_float")
 }

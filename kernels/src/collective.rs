@@ -18,10 +18,9 @@
 //! checks trap if it does). `root` and all PE numbers are team-relative.
 
 use crate::copy::copy_bytes;
+use crate::engine::native::{remote, team_sync_group};
 use crate::group::Group;
 use crate::reduce::{ReduceOp, Reducible};
-use crate::rma::remote;
-use crate::sync::team_sync_group;
 use crate::team::{member_desc, Team};
 use crate::{abi, debug, state};
 use core::ffi::CStr;

@@ -60,6 +60,22 @@ pub fn check_symmetric(ptr: *const u8, bytes: usize, call: &CStr) {
     }
 }
 
+/// With debug checks on: traps unless `pe < n_pes` and `[sym, sym + bytes)`
+/// lies in the symmetric heap: the checks of every call that names a PE and
+/// a symmetric range, on both engines.
+#[inline(always)]
+pub fn check_remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) {
+    check_pe(pe, call);
+    check_symmetric(sym, bytes, call);
+}
+
+/// [`check_remote`] for one `T` at `sym`, which must also be aligned for `T`.
+#[inline(always)]
+pub fn check_remote_elem<T>(sym: *const T, pe: u32, call: &CStr) {
+    check_aligned(sym, call);
+    check_remote(sym.cast(), core::mem::size_of::<T>(), pe, call);
+}
+
 /// With debug checks on: traps unless `ptr` is aligned for a `T` (an element
 /// access at a misaligned address would otherwise fault the whole context
 /// with a bare "misaligned address").

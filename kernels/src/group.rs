@@ -7,15 +7,21 @@ use crate::ptx;
 pub(crate) struct Group {
     /// This thread's rank in the group.
     pub rank: usize,
-    /// Threads in the group.
+    /// Threads in the group (the NVSHMEM engine's group functions split the work themselves).
+    #[cfg_attr(feature = "nvshmem", allow(dead_code))]
     pub size: usize,
-    kind: Kind,
+    /// Which group this is (the NVSHMEM engine picks its `_warp`/`_block` function by it).
+    pub kind: Kind,
 }
 
+/// The shape of a [`Group`].
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(crate) enum Kind {
+    /// One thread.
     Thread,
+    /// A warp (32 lanes).
     Warp,
+    /// A block.
     Block,
 }
 

@@ -22,7 +22,33 @@
 //! - `debug` — argument checks (PE range, heap bounds) behind the state's debug flag.
 //! - `ptx` — the inline-PTX primitives, each citing the PTX ISA section it relies on.
 //!
+//! - `engine` (internal) — the seam: the few operations every topic module
+//!   calls, one file per engine (below).
+//!
 //! The device modules exist only when compiling for `nvptx64`.
+//!
+//! ## Engines (chosen at build time)
+//! - **native** (default): everything below — our device state and heap,
+//!   loads and stores over the peer table, our barrier, bounded waits.
+//! - **nvshmem** (cargo feature `nvshmem`): each call lowers to NVSHMEM's device
+//!   function of the same meaning (`nvshmem_putmem_nbi`, `nvshmemx_putmem_nbi_block`,
+//!   `nvshmem_quiet`, `nvshmemx_barrier_all_block`, `nvshmem_uint64_atomic_fetch_add`…),
+//!   declared `extern "C"` and resolved when the builder links NVSHMEM's LLVM
+//!   bitcode (NVSHMEM 3.4.5's `libnvshmem_device.bc` defines every one used).
+//!   The argument checks ([`debug`]) and the bounded waits (`wait_until*`,
+//!   `test*`, `signal_wait_until`, on local memory) are this crate's on both
+//!   engines: the host installs [`GPUSHMEM_STATE`] on both, with NVSHMEM's heap.
+//!   Not available on this engine yet (compiled out, so a kernel that uses them
+//!   does not build): `team` (`Team`, `TEAM_WORLD`, `team_my_pe`, `team_n_pes`,
+//!   `team_translate_pe`), the team forms of `sync` (`barrier(team)`,
+//!   `team_sync(team)` and their `_warp`/`_block` forms) and `collective`
+//!   (`broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter`).
+//!   Differences, documented per call: `signal_op` issues `nvshmem_fence`
+//!   before `nvshmemx_signal_op` to keep its release guarantee; `p`/`g` and
+//!   `iput`/`iget` need an element of a size NVSHMEM has a function for, with
+//!   alignment equal to its size (else a compile error); float atomic add is a
+//!   compare-and-swap loop; the table below describes the native engine, and
+//!   NVSHMEM gives the same guarantees or stronger.
 //!
 //! ## Memory model (single node, load/store transport)
 //! | call | guarantee |
@@ -43,12 +69,14 @@ pub mod reduce;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
 pub mod collective;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
 mod copy;
 #[cfg(target_arch = "nvptx64")]
 pub mod debug;
+#[cfg(target_arch = "nvptx64")]
+mod engine;
 #[cfg(target_arch = "nvptx64")]
 mod group;
 #[cfg(target_arch = "nvptx64")]
@@ -61,7 +89,7 @@ pub mod rma;
 pub mod signal;
 #[cfg(target_arch = "nvptx64")]
 pub mod sync;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
 pub mod team;
 #[cfg(target_arch = "nvptx64")]
 pub mod wait;
@@ -70,19 +98,19 @@ pub mod wait;
 pub use {
     abi::{Cmp, SignalOp},
     atomic::*,
-    collective::*,
     pe::*,
     reduce::{Bf16, ReduceOp, Reducible, F16},
     rma::*,
     signal::*,
     sync::*,
-    team::*,
     wait::{
         test, test_all, test_all_vector, test_any, test_any_vector, test_some, test_some_vector, wait_until,
         wait_until_all, wait_until_all_vector, wait_until_any, wait_until_any_vector, wait_until_some,
         wait_until_some_vector,
     },
 };
+#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
+pub use {collective::*, team::*};
 
 /// The device state the host installs into every loaded module (found by
 /// name, [`abi::STATE_SYMBOL`], with `cuModuleGetGlobal`). Device code reads it; only

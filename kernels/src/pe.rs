@@ -1,17 +1,17 @@
 //! Who am I, how many are we, and where is a symmetric object on another PE.
 
-use crate::{debug, state};
+use crate::{debug, engine};
 
 /// This PE's number (`nvshmem_my_pe`).
 #[inline(always)]
 pub fn my_pe() -> u32 {
-    state().my_pe
+    engine::my_pe()
 }
 
 /// Number of PEs in the job (`nvshmem_n_pes`).
 #[inline(always)]
 pub fn n_pes() -> u32 {
-    state().n_pes
+    engine::n_pes()
 }
 
 /// The address through which this PE reaches `sym` (a pointer into its own
@@ -25,18 +25,5 @@ pub fn n_pes() -> u32 {
 #[inline(always)]
 pub unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
     debug::check_pe(pe, c"ptr");
-    peer_address(sym, pe)
-}
-
-/// `peer_base[pe] + (sym - heap_base)`: translation by offset, so it also
-/// holds where heaps do not sit at the same address on every PE.
-#[inline(always)]
-pub(crate) unsafe fn peer_address<T>(sym: *const T, pe: u32) -> *mut T {
-    let s = state();
-    // The table is written by the host between launches only.
-    let base = crate::ptx::ld_invariant((s.peer_bases as *const u64).add(pe as usize));
-    if base == 0 {
-        return core::ptr::null_mut();
-    }
-    (base + (sym as u64 - s.heap_base)) as *mut T
+    engine::ptr(sym, pe)
 }

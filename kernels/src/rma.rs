@@ -12,50 +12,49 @@
 //!   every thread may reuse the source on return.
 //! - `get*`: the data is in `dest` on return (for the group forms, for every thread of the group).
 //! - `get_nbi*`: the data is in `dest` after `quiet`.
+//!
+//! On the NVSHMEM engine (feature `nvshmem`) each call is NVSHMEM's of the
+//! same meaning (`nvshmem_putmem(_nbi)`, `nvshmemx_putmem(_nbi)_warp/_block`,
+//! `nvshmem_getmem(_nbi)`…, with `nelems * size_of::<T>()` bytes), with
+//! NVSHMEM's guarantees, which are these or stronger (its group forms sync the
+//! group before and after). There `p`/`g` are `nvshmem_uint{8,16,32,64}_p/_g`
+//! on the element's bits and `iput`/`iget` are `nvshmem(x)_iput{8..128}(_warp/_block)`:
+//! both need an element whose size is 1, 2, 4, 8 (or 16, strided only)
+//! bytes and whose alignment equals its size, else the kernel does not
+//! compile; NVSHMEM 3.4.5 implements `iput`/`iget` only between PEs that
+//! reach each other by loads and stores (it asserts on other transports).
 
-use crate::copy::copy_elems;
 use crate::debug;
+use crate::engine::{self, Mode};
 use crate::group::Group;
-use crate::pe::peer_address;
 use core::ffi::CStr;
 
-/// Checks (debug mode) and translates a symmetric range to its address on `pe`.
 #[inline(always)]
-pub(crate) unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 {
-    debug::check_pe(pe, call);
-    debug::check_symmetric(sym, bytes, call);
-    let p = peer_address(sym, pe);
-    if p.is_null() {
-        debug::fail(
-            c"gpushmem: %s: PE %llu is not reachable by loads/stores from this PE\n",
-            &[call.as_ptr() as u64, pe as u64],
-        );
-    }
-    p
-}
-
-/// [`remote`] for one `T` (a typed element access: `p`, `g`, atomics, signals),
-/// also checking (debug mode) that `sym` is aligned for `T`.
-#[inline(always)]
-pub(crate) unsafe fn remote_elem<T>(sym: *const T, pe: u32, call: &CStr) -> *mut T {
-    debug::check_aligned(sym, call);
-    remote_elems(sym, 1, pe, call)
-}
-
-/// [`remote`] for `nelems` elements of `T` starting at `sym`.
-#[inline(always)]
-pub(crate) unsafe fn remote_elems<T>(sym: *const T, nelems: usize, pe: u32, call: &CStr) -> *mut T {
-    remote(sym.cast(), nelems * core::mem::size_of::<T>(), pe, call).cast()
+unsafe fn put_elems<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    pe: u32,
+    g: Group,
+    mode: Mode,
+    call: &CStr,
+) {
+    debug::check_remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
+    engine::put(dest, src, nelems, pe, g, mode, call);
 }
 
 #[inline(always)]
-unsafe fn put_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32, g: Group, call: &CStr) {
-    copy_elems(remote_elems(dest, nelems, pe, call), src, nelems, g, call);
-}
-
-#[inline(always)]
-unsafe fn get_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32, g: Group, call: &CStr) {
-    copy_elems(dest, remote_elems(src, nelems, pe, call), nelems, g, call);
+unsafe fn get_elems<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    pe: u32,
+    g: Group,
+    mode: Mode,
+    call: &CStr,
+) {
+    debug::check_remote(src.cast(), nelems * core::mem::size_of::<T>(), pe, call);
+    engine::get(dest, src, nelems, pe, g, mode, call);
 }
 
 /// Writes one element to `dest` on `pe` (`nvshmem_p`): a single store.
@@ -64,8 +63,8 @@ unsafe fn get_elems<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize
 /// `dest` is a symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
-    let r = remote_elem(dest, pe, c"p");
-    r.write_volatile(value);
+    debug::check_remote_elem(dest, pe, c"p");
+    engine::p(dest, value, pe, c"p");
 }
 
 /// Reads one element from `src` on `pe` (`nvshmem_g`): a single load; the value is returned.
@@ -74,14 +73,14 @@ pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
 /// `src` is a symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32) -> T {
-    let r = remote_elem(src, pe, c"g") as *const T;
-    r.read_volatile()
+    debug::check_remote_elem(src, pe, c"g");
+    engine::g(src, pe, c"g")
 }
 
 /// Generates the typed (`nelems` of `T`) and byte (`bytes`) forms of one
 /// operation in one group shape, with their docs.
 macro_rules! rma_fns {
-    ($(#[$doc:meta])* $typed:ident, $mem:ident, $group:ident, $core:ident, $sync:expr) => {
+    ($(#[$doc:meta])* $typed:ident, $mem:ident, $group:ident, $core:ident, $mode:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -90,14 +89,11 @@ macro_rules! rma_fns {
         #[inline(always)]
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
             let g = Group::$group();
-            $core(dest, src, nelems, pe, g, {
+            $core(dest, src, nelems, pe, g, Mode::$mode, {
                 const NAME: &str = concat!(stringify!($mem), "\0");
                 // SAFETY: NAME ends with its only NUL.
                 unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
             });
-            if $sync {
-                g.sync();
-            }
         }
 
         $(#[$doc])*
@@ -113,41 +109,32 @@ macro_rules! rma_fns {
 }
 
 rma_fns!(/// Non-blocking put by one thread (`nvshmem_put_nbi`).
-    put_nbi, putmem_nbi, thread, put_elems, false);
+    put_nbi, putmem_nbi, thread, put_elems, Nbi);
 rma_fns!(/// Non-blocking put by a warp (`nvshmemx_put_nbi_warp`).
-    put_nbi_warp, putmem_nbi_warp, warp, put_elems, false);
+    put_nbi_warp, putmem_nbi_warp, warp, put_elems, Nbi);
 rma_fns!(/// Non-blocking put by a block (`nvshmemx_put_nbi_block`).
-    put_nbi_block, putmem_nbi_block, block, put_elems, false);
+    put_nbi_block, putmem_nbi_block, block, put_elems, Nbi);
 rma_fns!(/// Blocking put by one thread (`nvshmem_put`): the source may be reused on return.
-    put, putmem, thread, put_elems, false);
+    put, putmem, thread, put_elems, Blocking);
 rma_fns!(/// Blocking put by a warp: every lane may reuse the source on return.
-    put_warp, putmem_warp, warp, put_elems, true);
+    put_warp, putmem_warp, warp, put_elems, Blocking);
 rma_fns!(/// Blocking put by a block: every thread may reuse the source on return.
-    put_block, putmem_block, block, put_elems, true);
+    put_block, putmem_block, block, put_elems, Blocking);
 rma_fns!(/// Non-blocking get by one thread (`nvshmem_get_nbi`): data valid after `quiet`.
-    get_nbi, getmem_nbi, thread, get_elems, false);
+    get_nbi, getmem_nbi, thread, get_elems, Nbi);
 rma_fns!(/// Non-blocking get by a warp: data valid after `quiet_warp`.
-    get_nbi_warp, getmem_nbi_warp, warp, get_elems, false);
+    get_nbi_warp, getmem_nbi_warp, warp, get_elems, Nbi);
 rma_fns!(/// Non-blocking get by a block: data valid after `quiet_block`.
-    get_nbi_block, getmem_nbi_block, block, get_elems, false);
+    get_nbi_block, getmem_nbi_block, block, get_elems, Nbi);
 rma_fns!(/// Blocking get by one thread (`nvshmem_get`): data in `dest` on return.
-    get, getmem, thread, get_elems, false);
+    get, getmem, thread, get_elems, Blocking);
 rma_fns!(/// Blocking get by a warp: data in `dest` for every lane on return.
-    get_warp, getmem_warp, warp, get_elems, true);
+    get_warp, getmem_warp, warp, get_elems, Blocking);
 rma_fns!(/// Blocking get by a block: data in `dest` for every thread on return.
-    get_block, getmem_block, block, get_elems, true);
-
-#[inline(always)]
-unsafe fn strided<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, g: Group) {
-    let mut i = g.rank;
-    while i < nelems {
-        dest.offset(i as isize * dst).write(src.offset(i as isize * sst).read());
-        i += g.size;
-    }
-}
+    get_block, getmem_block, block, get_elems, Blocking);
 
 macro_rules! strided_fns {
-    ($(#[$doc:meta])* $name:ident, $group:ident, $is_put:expr, $sync:expr) => {
+    ($(#[$doc:meta])* $name:ident, $group:ident, $is_put:expr) => {
         $(#[$doc])*
         ///
         /// Element `i` goes from `src[i * sst]` to `dest[i * dst]` (strides in elements).
@@ -159,37 +146,36 @@ macro_rules! strided_fns {
         pub unsafe fn $name<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, pe: u32) {
             let g = Group::$group();
             const NAME: &str = concat!(stringify!($name), "\0");
+            // SAFETY: NAME ends with its only NUL.
             let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
             if nelems > 0 {
                 let span = |stride: isize| ((nelems - 1) as isize * stride.abs()) as usize * core::mem::size_of::<T>() + core::mem::size_of::<T>();
                 // The range's low end, for the heap check, whatever the stride's sign.
                 let low = |p: *const T, stride: isize| if stride < 0 { p.offset((nelems - 1) as isize * stride) } else { p };
                 if $is_put {
-                    let base = remote(low(dest, dst).cast(), span(dst), pe, call).cast::<T>();
-                    let r = if dst < 0 { base.offset(-((nelems - 1) as isize) * dst) } else { base };
-                    strided(r, src, dst, sst, nelems, g);
+                    debug::check_remote(low(dest, dst).cast(), span(dst), pe, call);
                 } else {
-                    let base = remote(low(src, sst).cast(), span(sst), pe, call).cast::<T>();
-                    let r = if sst < 0 { base.offset(-((nelems - 1) as isize) * sst) } else { base };
-                    strided(dest, r, dst, sst, nelems, g);
+                    debug::check_remote(low(src, sst).cast(), span(sst), pe, call);
                 }
             }
-            if $sync {
-                g.sync();
+            if $is_put {
+                engine::iput(dest, src, dst, sst, nelems, pe, g, call);
+            } else {
+                engine::iget(dest, src, dst, sst, nelems, pe, g, call);
             }
         }
     };
 }
 
 strided_fns!(/// Strided put by one thread (`nvshmem_iput`): issued on return, visible after `quiet`.
-    iput, thread, true, false);
+    iput, thread, true);
 strided_fns!(/// Strided put by a warp.
-    iput_warp, warp, true, true);
+    iput_warp, warp, true);
 strided_fns!(/// Strided put by a block.
-    iput_block, block, true, true);
+    iput_block, block, true);
 strided_fns!(/// Strided get by one thread (`nvshmem_iget`): data in `dest` on return.
-    iget, thread, false, false);
+    iget, thread, false);
 strided_fns!(/// Strided get by a warp.
-    iget_warp, warp, false, true);
+    iget_warp, warp, false);
 strided_fns!(/// Strided get by a block.
-    iget_block, block, false, true);
+    iget_block, block, false);

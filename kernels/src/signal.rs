@@ -6,40 +6,46 @@
 //! system-scope *release* (`st.release.sys` for SET, `red.release.sys.add`
 //! for ADD). A consumer that sees the signal (through `signal_wait_until`,
 //! whose exit carries an acquire fence) sees the data. Signal words are `u64`.
+//!
+//! On the NVSHMEM engine (feature `nvshmem`) `put_signal*` are
+//! `nvshmem_putmem_signal(_nbi)`/`nvshmemx_putmem_signal(_nbi)_warp/_block`
+//! (which order the data before the signal too), `signal_op` is
+//! `nvshmem_fence` + `nvshmemx_signal_op` and `signal_fetch` is
+//! `nvshmem_signal_fetch` + an acquire fence; `signal_wait_until` stays this
+//! crate's bounded wait on local memory (see [`crate::wait`]).
 
 use crate::abi::{Cmp, SignalOp};
-use crate::copy::copy_elems;
+use crate::engine::{self, Mode};
 use crate::group::Group;
-use crate::rma::{remote_elem, remote_elems};
-use crate::{ptx, wait};
+use crate::{debug, wait};
 use core::ffi::CStr;
-
-/// Release-updates the signal word at the already translated address `sig` (PTX ISA 9.7.8.10 st, 9.7.13.6 red).
-#[inline(always)]
-unsafe fn signal_release(sig: *mut u64, value: u64, op: SignalOp) {
-    match op {
-        SignalOp::Set => ptx::st_release_u64(sig, value),
-        SignalOp::Add => ptx::red_release_add_u64(sig, value),
-    }
-}
 
 /// Updates the signal `sig` on `pe` atomically (`nvshmemx_signal_op`); ordered
 /// after this thread's earlier memory operations (release).
+///
+/// Per engine: native, one release store (`SET`) or release `red.add` (`ADD`)
+/// on the peer's word. NVSHMEM: `nvshmemx_signal_op` does not order earlier
+/// operations by itself, so this call issues `nvshmem_fence()` first and
+/// keeps the release guarantee (earlier puts to `pe` arrive before the signal).
 ///
 /// # Safety
 /// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
-    signal_release(remote_elem(sig, pe, c"signal_op"), value, op)
+    debug::check_remote_elem(sig, pe, c"signal_op");
+    engine::signal_op(sig, value, op, pe, c"signal_op")
 }
 
 /// Reads the local signal word (`nvshmem_signal_fetch`), with acquire semantics.
+///
+/// Per engine: native, one `ld.acquire`. NVSHMEM: `nvshmem_signal_fetch` (a
+/// volatile load), then `fence.acq_rel` for the acquire.
 ///
 /// # Safety
 /// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
-    <u64 as crate::atomic::AtomicWord>::load_acquire(sig)
+    engine::signal_fetch(sig)
 }
 
 /// Waits until the local signal `sig <cmp> value` (`nvshmem_signal_wait_until`);
@@ -53,6 +59,7 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 }
 
 #[inline(always)]
+#[allow(clippy::too_many_arguments)]
 unsafe fn put_signal_elems<T: bytemuck::Pod>(
     dest: *mut T,
     src: *const T,
@@ -62,21 +69,16 @@ unsafe fn put_signal_elems<T: bytemuck::Pod>(
     op: SignalOp,
     pe: u32,
     g: Group,
+    mode: Mode,
     call: &CStr,
 ) {
-    let r = remote_elems(dest, nelems, pe, call);
-    let s = remote_elem(sig, pe, call);
-    copy_elems(r, src, nelems, g, call);
-    // Every thread's stores precede the leader's release (bar.sync, then a
-    // cumulative release at system scope).
-    g.sync();
-    if g.is_leader() {
-        signal_release(s, value, op);
-    }
+    debug::check_remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
+    debug::check_remote_elem(sig, pe, call);
+    engine::put_signal(dest, src, nelems, sig, value, op, pe, g, mode, call);
 }
 
 macro_rules! put_signal_fns {
-    ($(#[$doc:meta])* $typed:ident, $mem:ident, $group:ident) => {
+    ($(#[$doc:meta])* $typed:ident, $mem:ident, $group:ident, $mode:ident) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -85,7 +87,9 @@ macro_rules! put_signal_fns {
         #[inline(always)]
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
             const NAME: &str = concat!(stringify!($mem), "\0");
-            put_signal_elems(dest, src, nelems, sig, value, op, pe, Group::$group(), CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()));
+            // SAFETY: NAME ends with its only NUL.
+            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            put_signal_elems(dest, src, nelems, sig, value, op, pe, Group::$group(), Mode::$mode, call);
         }
 
         $(#[$doc])*
@@ -101,14 +105,14 @@ macro_rules! put_signal_fns {
 }
 
 put_signal_fns!(/// Put, then update the signal on `pe` (`nvshmem_put_signal`): whoever sees the signal sees the data.
-    put_signal, putmem_signal, thread);
+    put_signal, putmem_signal, thread, Blocking);
 put_signal_fns!(/// `put_signal` by a warp.
-    put_signal_warp, putmem_signal_warp, warp);
+    put_signal_warp, putmem_signal_warp, warp, Blocking);
 put_signal_fns!(/// `put_signal` by a block.
-    put_signal_block, putmem_signal_block, block);
+    put_signal_block, putmem_signal_block, block, Blocking);
 put_signal_fns!(/// Non-blocking `put_signal` (`nvshmem_put_signal_nbi`): same ordering; on this transport the stores are issued on return.
-    put_signal_nbi, putmem_signal_nbi, thread);
+    put_signal_nbi, putmem_signal_nbi, thread, Nbi);
 put_signal_fns!(/// `put_signal_nbi` by a warp.
-    put_signal_nbi_warp, putmem_signal_nbi_warp, warp);
+    put_signal_nbi_warp, putmem_signal_nbi_warp, warp, Nbi);
 put_signal_fns!(/// `put_signal_nbi` by a block.
-    put_signal_nbi_block, putmem_signal_nbi_block, block);
+    put_signal_nbi_block, putmem_signal_nbi_block, block, Nbi);

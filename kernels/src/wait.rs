@@ -13,10 +13,17 @@
 //! traps. `test*` never block.
 //!
 //! `status` arrays (may be null) exclude element `i` where `status[i] != 0`.
+//!
+//! These waits are the same on both engines: they read local symmetric
+//! memory, which is NVSHMEM's heap on the NVSHMEM engine. There, a wait or
+//! test that succeeds also runs NVSHMEM's post-wait step (what its own
+//! `wait_until`/`test` do: a `__threadfence()`, and on a proxy (network)
+//! transport a consistency operation at the target, so that data written by
+//! the NIC before the awaited word is visible).
 
 use crate::abi::Cmp;
 use crate::atomic::AtomicWord;
-use crate::{debug, ptx, state};
+use crate::{debug, engine, ptx, state};
 use core::ffi::CStr;
 
 /// Polls between two reads of `%globaltimer`.
@@ -29,7 +36,7 @@ const POLLS_PER_CLOCK_READ: u32 = 64;
 pub(crate) fn spin<R>(step: impl FnMut() -> Option<R>, report: impl Fn(u64)) -> R {
     match poll(step) {
         Ok(r) => {
-            ptx::fence_acq_rel();
+            acquire();
             r
         }
         Err(timeout) => {
@@ -115,6 +122,15 @@ unsafe fn spin_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + C
 #[inline(always)]
 unsafe fn acquire_observed<T: AtomicWord>(word: *const T) {
     let _ = T::load_acquire(word);
+    engine::after_wait();
+}
+
+/// The acquire of a multi-word wait or test that succeeded: `fence.acq_rel`
+/// at the job's scope, then what the engine does after a wait.
+#[inline(always)]
+fn acquire() {
+    ptx::fence_acq_rel();
+    engine::after_wait();
 }
 
 #[cold]
@@ -514,7 +530,7 @@ pub unsafe fn test_some_vector<T: AtomicWord>(
 unsafe fn test_all_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) -> bool {
     let ok = first_pending(ivars, n, status, cmp, v).is_none();
     if ok {
-        ptx::fence_acq_rel();
+        acquire();
     }
     ok
 }
@@ -522,7 +538,7 @@ unsafe fn test_all_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i
 unsafe fn test_any_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) -> usize {
     match first_done(ivars, n, status, cmp, v) {
         Some(i) => {
-            ptx::fence_acq_rel();
+            acquire();
             i
         }
         None => usize::MAX,
@@ -539,7 +555,7 @@ unsafe fn test_some_of<T: AtomicWord>(
 ) -> usize {
     let k = collect_done(ivars, n, indices, status, cmp, v);
     if k > 0 {
-        ptx::fence_acq_rel();
+        acquire();
     }
     k
 }

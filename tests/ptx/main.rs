@@ -5,6 +5,11 @@
 //! `ptxas` comes from `GPUSHMEM_PTXAS` or `PATH` (`.ci/run` installs the
 //! pinned wheel). Without it the assemble test is ignored, with the reason —
 //! except under CI (`CI` set), where a missing ptxas fails.
+//!
+//! `nvshmem_engine_ring_kernels` builds examples/ring-kernels for the NVSHMEM
+//! engine through gpushmem-build at run time (it needs the source tree, cargo
+//! and NVSHMEM's device bitcode, which `scripts/setup.sh` installs); where one
+//! of them is missing it is ignored with the reason, except under CI, where it fails.
 
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -72,6 +77,97 @@ fn golden(name: &'static str, must: &'static [&'static str], must_not: &'static 
         }
         Ok(())
     })
+}
+
+/// The examples/ring-kernels crate, built at run time for the NVSHMEM engine.
+const RING_KERNELS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/ring-kernels");
+
+/// Golden: block barriers in the NVSHMEM-engine PTX of examples/ring-kernels
+/// (NVSHMEM 3.4.5 from scripts/setup.sh, sm_90), as (`bar.sync`, `barrier.sync`):
+/// the two `bar.sync` of NVSHMEM's `nvshmemx_putmem_nbi_block` (inlined into
+/// ring_shift) and the two `barrier.sync` of gpushmem's `quiet_block`. More means a barrier was
+/// copied onto divergent paths, which optimising the Rust side before linking
+/// NVSHMEM's bitcode does to kernels with a block barrier after a branch
+/// (FACTS.md: 45 `bar.sync` instead of 28); fewer, that a barrier went missing.
+/// (ring_shift has no such branch: measured 2026-12-04, the O3-first order gives
+/// the same counts for it, so this guards the count, not the order by itself.)
+/// A change to ring-kernels, gpushmem-kernels' NVSHMEM engine or the NVSHMEM
+/// version can change it: read the PTX diff before updating.
+const RING_NVSHMEM_BARRIERS: (usize, usize) = (2, 2);
+
+/// How many instructions of `ptx` start with `op` (`bar.sync` does not count `bar.warp.sync`).
+fn count_instr(ptx: &str, op: &str) -> usize {
+    ptx.lines()
+        .filter(|l| {
+            let l = l.split("//").next().unwrap_or("").trim_start();
+            let l =
+                if l.starts_with('@') { l.split_once(char::is_whitespace).map_or("", |x| x.1).trim_start() } else { l };
+            l.strip_prefix(op).is_some_and(|r| r.starts_with([' ', '\t', ';', '.']))
+        })
+        .count()
+}
+
+/// What the NVSHMEM-engine test needs that is not there, if anything.
+fn nvshmem_test_missing() -> Option<String> {
+    if !std::path::Path::new(RING_KERNELS_DIR).join("Cargo.toml").is_file() {
+        return Some(format!("the kernel crate {RING_KERNELS_DIR} is not here (a staged test binary)"));
+    }
+    if let Err(e) = gpushmem_build::find_nvshmem_bitcode("sm_90") {
+        return Some(format!("{e}"));
+    }
+    if gpushmem_build::find_ptxas().is_none() {
+        return Some("ptxas not found (GPUSHMEM_PTXAS / PATH / scripts/setup.sh)".into());
+    }
+    None
+}
+
+fn nvshmem_engine_ring_kernels() -> Result<(), Failed> {
+    if let Some(why) = nvshmem_test_missing() {
+        return Err(why.into());
+    }
+    let t = std::time::Instant::now();
+    let built = gpushmem_build::Builder::new(RING_KERNELS_DIR)
+        .engine(gpushmem_build::Engine::Nvshmem)
+        .arch("sm_90")
+        .target_dir(concat!(env!("CARGO_TARGET_TMPDIR"), "/gpushmem-nvshmem-ptx"))
+        .build()
+        .map_err(|e| format!("building {RING_KERNELS_DIR} for the NVSHMEM engine: {e}"))?;
+    let ptx_path = built.ptx.display();
+    let ptx = std::fs::read_to_string(&built.ptx).map_err(|e| format!("reading {ptx_path}: {e}"))?;
+    if built.cubin.is_none() {
+        return Err(format!("{ptx_path} was not assembled (ptxas not found)").into());
+    }
+    let declared = |symbol: &str, spaces: &[&str]| {
+        ptx.lines().any(|l| {
+            spaces.iter().any(|s| l.starts_with(&format!(".visible {s} "))) && l.contains(&format!(" {symbol}["))
+        })
+    };
+    if !declared(gpushmem_build::STATE_SYMBOL, &[".global"]) {
+        return Err(format!("no `.visible .global … {}[…]` in {ptx_path}", gpushmem_build::STATE_SYMBOL).into());
+    }
+    // NVSHMEM 3.4.5 keeps its device state in constant memory; cuModuleGetGlobal finds either.
+    if !declared("nvshmemi_device_state_d", &[".global", ".const"]) {
+        return Err(format!("no `.visible .global|.const … nvshmemi_device_state_d[…]` in {ptx_path}").into());
+    }
+    if !ptx.contains(".entry ring_shift(") {
+        return Err(format!("no kernel ring_shift in {ptx_path}").into());
+    }
+    let got = (count_instr(&ptx, "bar.sync"), count_instr(&ptx, "barrier.sync"));
+    println!(
+        "nvshmem engine: {ptx_path}: {} bytes, bar.sync {}, barrier.sync {}, NVSHMEM {} ({:.1?})",
+        ptx.len(),
+        got.0,
+        got.1,
+        built.nvshmem.as_ref().and_then(|n| n.version.as_deref()).unwrap_or("version unknown"),
+        t.elapsed()
+    );
+    if got != RING_NVSHMEM_BARRIERS {
+        return Err(format!(
+            "{ptx_path}: (bar.sync, barrier.sync) = {got:?}, golden {RING_NVSHMEM_BARRIERS:?} (see RING_NVSHMEM_BARRIERS)"
+        )
+        .into());
+    }
+    Ok(())
 }
 
 fn main() {
@@ -278,6 +374,14 @@ fn main() {
         tests.push(assemble.with_kind("needs ptxas").with_ignored_flag(true));
     } else {
         tests.push(assemble);
+    }
+    let nvshmem = Trial::test("nvshmem_engine_ring_kernels", nvshmem_engine_ring_kernels);
+    match nvshmem_test_missing() {
+        Some(why) if !in_ci => {
+            println!("note: nvshmem_engine_ring_kernels is ignored: {why}; under CI it fails");
+            tests.push(nvshmem.with_kind("needs NVSHMEM bitcode").with_ignored_flag(true));
+        }
+        _ => tests.push(nvshmem),
     }
     libtest_mimic::run(&args, tests).exit();
 }

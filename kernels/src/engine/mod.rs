@@ -1,0 +1,80 @@
+//! The seam between the device API and the engine that moves the data,
+//! chosen at build time (DESIGN.md, "Two engines"):
+//!
+//! - [`native`] (default): our state, our heap, loads and stores over the
+//!   peer table, our barrier.
+//! - `nvshmem` (cargo feature `nvshmem`): each operation calls NVSHMEM's device
+//!   function of the same meaning, declared `extern "C"` and resolved when the
+//!   builder links NVSHMEM's LLVM bitcode (`libnvshmem_device.bc`).
+//!
+//! Both files define the same few crate-internal operations, with the same
+//! signatures; the topic modules (`pe`, `rma`, `signal`, `sync`, `atomic`,
+//! `wait`) call only these and stay engine-free. The topic modules run the
+//! argument checks ([`crate::debug`]) before calling in; an engine never
+//! checks again. The operations:
+//!
+//! | operation | meaning |
+//! |---|---|
+//! | `my_pe`, `n_pes`, `ptr` | who am I, how many, load/store address of a symmetric object on a PE |
+//! | `put`, `get` | `nelems` of `T` over a [`Group`](crate::group::Group), [`Mode::Blocking`] or [`Mode::Nbi`] |
+//! | `p`, `g` | one element |
+//! | `iput`, `iget` | strided, blocking |
+//! | `fence`, `quiet` | ordering, completion (quiet over a group) |
+//! | `barrier_all` | every PE arrives (over a group; `complete`: quiet first) |
+//! | `put_signal`, `signal_op`, `signal_fetch` | signals (`signal_op` releases on both engines) |
+//! | `atomic_fetch_op`, `atomic_op`, `atomic_compare_swap`, `atomic_fetch`, `atomic_fetch_add_float` | remote atomics |
+//! | `after_wait` | what a wait or test that succeeded does after its acquire |
+
+#[cfg(not(feature = "nvshmem"))]
+pub(crate) mod native;
+#[cfg(not(feature = "nvshmem"))]
+pub(crate) use native::*;
+
+#[cfg(feature = "nvshmem")]
+mod nvshmem;
+#[cfg(feature = "nvshmem")]
+pub(crate) use nvshmem::*;
+
+/// Blocking (the source may be reused, or the data is in `dest`, on return)
+/// or non-blocking (complete after `quiet`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// `put`, `get`, `put_signal`.
+    Blocking,
+    /// `put_nbi`, `get_nbi`, `put_signal_nbi`.
+    Nbi,
+}
+
+/// A remote atomic that returns the old value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FetchOp {
+    /// `+ value`.
+    Add,
+    /// `+ 1` (the value passed is one).
+    Inc,
+    /// `& value`.
+    And,
+    /// `| value`.
+    Or,
+    /// `^ value`.
+    Xor,
+    /// becomes `value`.
+    Swap,
+}
+
+/// A remote atomic without a result.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Op {
+    /// `+ value`.
+    Add,
+    /// `+ 1` (the value passed is one).
+    Inc,
+    /// `& value`.
+    And,
+    /// `| value`.
+    Or,
+    /// `^ value`.
+    Xor,
+    /// becomes `value`.
+    Set,
+}

@@ -1,0 +1,341 @@
+//! The native engine (default): our device state, our symmetric heap, loads
+//! and stores (and `atom`/`red`) over the peer table, our barrier.
+//!
+//! Every address a topic module hands in has been checked there (PE range,
+//! heap bounds, alignment: [`crate::debug`]); this file translates it to the
+//! peer's mapping and moves the data.
+
+use super::{FetchOp, Mode, Op};
+use crate::abi::{sync_area, SignalOp, TeamDesc};
+use crate::atomic::{AtomicFloat, AtomicWord, Bitwise};
+use crate::copy::copy_elems;
+use crate::group::Group;
+use crate::team::{member_desc, Team, TEAM_WORLD};
+use crate::{debug, ptx, state, wait};
+use core::ffi::CStr;
+
+/// This PE's number, from the device state.
+#[inline(always)]
+pub(crate) fn my_pe() -> u32 {
+    state().my_pe
+}
+
+/// Number of PEs, from the device state.
+#[inline(always)]
+pub(crate) fn n_pes() -> u32 {
+    state().n_pes
+}
+
+/// The load/store address of `sym` on `pe`, or null when `pe` is not reachable.
+///
+/// # Safety
+/// As [`crate::pe::ptr`].
+#[inline(always)]
+pub(crate) unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
+    peer_address(sym, pe)
+}
+
+/// `peer_base[pe] + (sym - heap_base)`: translation by offset, so it also
+/// holds where heaps do not sit at the same address on every PE.
+#[inline(always)]
+pub(crate) unsafe fn peer_address<T>(sym: *const T, pe: u32) -> *mut T {
+    let s = state();
+    // The table is written by the host between launches only.
+    let base = crate::ptx::ld_invariant((s.peer_bases as *const u64).add(pe as usize));
+    if base == 0 {
+        return core::ptr::null_mut();
+    }
+    (base + (sym as u64 - s.heap_base)) as *mut T
+}
+
+/// [`peer_address`], trapping with a message when `pe` is not reachable by loads and stores.
+#[inline(always)]
+unsafe fn translate<T>(sym: *const T, pe: u32, call: &CStr) -> *mut T {
+    let p = peer_address(sym, pe);
+    if p.is_null() {
+        debug::fail(
+            c"gpushmem: %s: PE %llu is not reachable by loads/stores from this PE\n",
+            &[call.as_ptr() as u64, pe as u64],
+        );
+    }
+    p
+}
+
+/// Checks (debug mode) and translates a symmetric range to its address on `pe`
+/// (the collectives read the members' buffers through it).
+#[inline(always)]
+pub(crate) unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 {
+    debug::check_remote(sym, bytes, pe, call);
+    translate(sym, pe, call)
+}
+
+/// `nelems` of `T` from local `src` to symmetric `dest` on `pe`, split over
+/// `g`; a blocking group form waits for the whole group.
+#[inline(always)]
+pub(crate) unsafe fn put<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    pe: u32,
+    g: Group,
+    mode: Mode,
+    call: &CStr,
+) {
+    copy_elems(translate(dest, pe, call), src, nelems, g, call);
+    if mode == Mode::Blocking {
+        g.sync();
+    }
+}
+
+/// `nelems` of `T` from symmetric `src` on `pe` to local `dest`, split over `g`.
+#[inline(always)]
+pub(crate) unsafe fn get<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    pe: u32,
+    g: Group,
+    mode: Mode,
+    call: &CStr,
+) {
+    copy_elems(dest, translate(src, pe, call), nelems, g, call);
+    if mode == Mode::Blocking {
+        g.sync();
+    }
+}
+
+/// One element to `dest` on `pe`: a single store.
+#[inline(always)]
+pub(crate) unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32, call: &CStr) {
+    translate(dest, pe, call).write_volatile(value);
+}
+
+/// One element from `src` on `pe`: a single load.
+#[inline(always)]
+pub(crate) unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32, call: &CStr) -> T {
+    (translate(src, pe, call) as *const T).read_volatile()
+}
+
+#[inline(always)]
+unsafe fn strided<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, g: Group) {
+    let mut i = g.rank;
+    while i < nelems {
+        dest.offset(i as isize * dst).write(src.offset(i as isize * sst).read());
+        i += g.size;
+    }
+}
+
+/// Strided put (strides in elements), split over `g`; the group then syncs.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iput<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    pe: u32,
+    g: Group,
+    call: &CStr,
+) {
+    if nelems > 0 {
+        strided(translate(dest, pe, call), src, dst, sst, nelems, g);
+    }
+    g.sync();
+}
+
+/// Strided get (strides in elements), split over `g`; the group then syncs.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn iget<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    dst: isize,
+    sst: isize,
+    nelems: usize,
+    pe: u32,
+    g: Group,
+    call: &CStr,
+) {
+    if nelems > 0 {
+        strided(dest, translate(src, pe, call), dst, sst, nelems, g);
+    }
+    g.sync();
+}
+
+/// `fence.acq_rel` at the job's scope.
+#[inline(always)]
+pub(crate) fn fence() {
+    ptx::fence_acq_rel();
+}
+
+/// `fence.sc` at the job's scope; a group syncs first so every thread's
+/// stores precede the leader's fence, whose cumulativity then covers them,
+/// and again so no thread runs ahead of it.
+#[inline(always)]
+pub(crate) fn quiet(g: Group) {
+    g.sync();
+    if g.is_leader() {
+        ptx::fence_sc();
+    }
+    g.sync();
+}
+
+/// Every PE arrives before any leaves (after a quiet when `complete`).
+#[inline(always)]
+pub(crate) fn barrier_all(g: Group, complete: bool) {
+    team_sync_group(TEAM_WORLD, g, complete, c"barrier_all")
+}
+
+/// Teams up to this size have their barrier flags written by the group's leader.
+const LEADER_WRITES_UP_TO: u32 = 64;
+
+/// The barrier of `team` over the group `g` (see `crate::sync` for the algorithm).
+pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr) {
+    debug::check_installed(call);
+    let s = state();
+    let d = member_desc(team, call);
+    g.sync();
+    let slot = s.heap_base + TeamDesc::slot_offset(team.0);
+    let seq_ptr = (slot + sync_area::BARRIER_SEQ) as *mut u64;
+    let flags = (slot + sync_area::BARRIER_FLAGS) as *mut u64;
+    // SAFETY: flag `my_index` of member i's slot; every heap has the slot.
+    let flag_on = |i: u32| unsafe { peer_address(flags.add(d.my_index as usize), d.world_pe(i)) };
+    // Small teams: the leader fences once and writes every member's flag
+    // itself (fence, then relaxed stores of the same thread: a release
+    // pattern, one fence per barrier). Large teams: the group spreads the
+    // flags, each thread with its own release store.
+    let leader_writes = d.size <= LEADER_WRITES_UP_TO;
+    if g.is_leader() {
+        if complete {
+            ptx::fence_sc();
+        } else {
+            ptx::fence_acq_rel();
+        }
+        // SAFETY: the seq word is in this PE's slot, touched only by the barrier's leader.
+        let seq = unsafe { seq_ptr.read_volatile() + 1 };
+        // SAFETY: as above.
+        unsafe { seq_ptr.write_volatile(seq) };
+        if leader_writes {
+            for i in 0..d.size {
+                // SAFETY: see `flag_on`.
+                unsafe { ptx::st_relaxed_sys_u64(flag_on(i), seq) };
+            }
+        }
+    }
+    g.sync();
+    // SAFETY: written by the leader before the group sync above.
+    let seq = unsafe { seq_ptr.read_volatile() };
+    if !leader_writes {
+        let mut i = g.rank as u32;
+        while i < d.size {
+            // SAFETY: see `flag_on`.
+            unsafe { ptx::st_release_u64(flag_on(i), seq) };
+            i += g.size as u32;
+        }
+    }
+    let mut i = g.rank as u32;
+    while i < d.size {
+        // SAFETY: own flag array.
+        unsafe { wait::wait_counter_reaches(flags.add(i as usize), seq, call) };
+        i += g.size as u32;
+    }
+    g.sync();
+}
+
+/// Release-updates the signal word at the already translated address `sig` (PTX ISA 9.7.8.10 st, 9.7.13.6 red).
+#[inline(always)]
+unsafe fn signal_release(sig: *mut u64, value: u64, op: SignalOp) {
+    match op {
+        SignalOp::Set => ptx::st_release_u64(sig, value),
+        SignalOp::Add => ptx::red_release_add_u64(sig, value),
+    }
+}
+
+/// The data stores (split over the group), a group barrier, then the
+/// leader's release update of the signal on the target. Both modes are the
+/// same on this transport (the stores are issued on return).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn put_signal<T: bytemuck::Pod>(
+    dest: *mut T,
+    src: *const T,
+    nelems: usize,
+    sig: *mut u64,
+    value: u64,
+    op: SignalOp,
+    pe: u32,
+    g: Group,
+    _mode: Mode,
+    call: &CStr,
+) {
+    let r = translate(dest, pe, call);
+    let s = translate(sig, pe, call);
+    copy_elems(r, src, nelems, g, call);
+    // Every thread's stores precede the leader's release (bar.sync, then a
+    // cumulative release at system scope).
+    g.sync();
+    if g.is_leader() {
+        signal_release(s, value, op);
+    }
+}
+
+/// A release update of the signal `sig` on `pe`.
+#[inline(always)]
+pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
+    signal_release(translate(sig, pe, call), value, op)
+}
+
+/// An acquire load of the local signal word.
+#[inline(always)]
+pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {
+    <u64 as AtomicWord>::load_acquire(sig)
+}
+
+/// One system-scope `atom` on `dest` on `pe`; returns the old value.
+#[inline(always)]
+pub(crate) unsafe fn atomic_fetch_op<T: AtomicWord>(dest: *mut T, value: T, pe: u32, op: FetchOp, call: &CStr) -> T {
+    let p = translate(dest, pe, call);
+    match op {
+        FetchOp::Add | FetchOp::Inc => T::fetch_add(p, value),
+        FetchOp::And => T::fetch_and(p, value),
+        FetchOp::Or => T::fetch_or(p, value),
+        FetchOp::Xor => T::fetch_xor(p, value),
+        FetchOp::Swap => T::swap(p, value),
+    }
+}
+
+/// One system-scope `red` (or relaxed store, for `Set`) on `dest` on `pe`.
+#[inline(always)]
+pub(crate) unsafe fn atomic_op<T: AtomicWord>(dest: *mut T, value: T, pe: u32, op: Op, call: &CStr) {
+    let p = translate(dest, pe, call);
+    match op {
+        Op::Add | Op::Inc => T::add(p, value),
+        Op::And => T::red_bitwise(p, value, Bitwise::And),
+        Op::Or => T::red_bitwise(p, value, Bitwise::Or),
+        Op::Xor => T::red_bitwise(p, value, Bitwise::Xor),
+        Op::Set => T::store(p, value),
+    }
+}
+
+/// `atom.cas` on `dest` on `pe`; returns the old value.
+#[inline(always)]
+pub(crate) unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T, pe: u32, call: &CStr) -> T {
+    T::compare_swap(translate(dest, pe, call), cond, value)
+}
+
+/// `ld.relaxed.sys` of `src` on `pe`.
+#[inline(always)]
+pub(crate) unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32, call: &CStr) -> T {
+    T::load(translate(src, pe, call))
+}
+
+/// `atom.add` of a float on `dest` on `pe`; returns the old value.
+#[inline(always)]
+pub(crate) unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value: T, pe: u32, call: &CStr) -> T {
+    T::fetch_add(translate(dest, pe, call), value)
+}
+
+/// Nothing: the wait's acquire is all this engine needs.
+#[inline(always)]
+pub(crate) fn after_wait() {}
