@@ -2,11 +2,19 @@
 //! (env GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS, GPUSHMEM_PTX_RING_KERNELS,
 //! GPUSHMEM_PTX_ALLREDUCE_KERNELS, GPUSHMEM_PTX_MOE_KERNELS, GPUSHMEM_PTX_HALO_KERNELS,
 //! GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS, and the GPUSHMEM_CUBIN_* beside them).
+//!
+//! The ring, moe and halo example kernels follow `GPUSHMEM_ENGINE` (`nvshmem`: built for the
+//! NVSHMEM engine, see docs/multinode.md); the test, benchmark and allreduce kernels use
+//! teams and collectives, which the NVSHMEM engine does not have yet, so they
+//! are always built for the native engine.
+use gpushmem_build::{Builder, Engine};
+
 fn main() {
-    gpushmem_build::Builder::new("tests/kernels").build_or_exit();
-    gpushmem_build::Builder::new("examples/ring-kernels").build_or_exit();
-    gpushmem_build::Builder::new("examples/allreduce-kernels").build_or_exit();
-    gpushmem_build::Builder::new("examples/moe-kernels").build_or_exit();
-    gpushmem_build::Builder::new("examples/halo-kernels").build_or_exit();
-    gpushmem_build::Builder::new("bench/kernels").build_or_exit();
+    Builder::new("tests/kernels").engine(Engine::Native).build_or_exit();
+    Builder::new("examples/ring-kernels").build_or_exit();
+    // Compares with the library's reduce_block: a collective, native only for now.
+    Builder::new("examples/allreduce-kernels").engine(Engine::Native).build_or_exit();
+    Builder::new("examples/moe-kernels").build_or_exit();
+    Builder::new("examples/halo-kernels").build_or_exit();
+    Builder::new("bench/kernels").engine(Engine::Native).build_or_exit();
 }

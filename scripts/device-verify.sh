@@ -12,6 +12,8 @@
 # nvshmem (NVSHMEM's ping-pong, its placement sweep and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profiles of the one-kernel
 # ping-pong: library put_signal, hand-written release/acquire, library signal_op),
+# nvshmem-engine (the ring, moe and halo examples built for the NVSHMEM engine,
+# as 1 PE and as 2 processes; not in the default set),
 # sanitize (compute-sanitizer memcheck, racecheck and synccheck over the
 # quick-mode suite, scripts/sanitize.sh; not in the default set: it needs
 # about 7 minutes of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
@@ -59,6 +61,17 @@ if has examples; then
   for e in ring allreduce moe halo; do
     step "example-$e-threads" 60 ./$e 2
     step "example-$e-processes" 90 ./gpushmem-run -n 2 -- ./$e
+  done
+fi
+# The NVSHMEM engine (issue 16): the examples built for it, as 1 PE and as 2 processes on this GPU.
+if has nvshmem-engine; then
+  for e in ring moe halo; do
+    if [ -x "./$e-nvshmem" ]; then
+      step "nvshmem-engine-$e-1pe" 90 env GPUSHMEM_ENGINE=nvshmem "./$e-nvshmem"
+      step "nvshmem-engine-$e-2processes" 120 env GPUSHMEM_ENGINE=nvshmem ./gpushmem-run -n 2 -- "./$e-nvshmem"
+    else
+      echo "verify nvshmem-engine-$e: not run: $e-nvshmem was not staged (scripts/device.sh)"; rc=1
+    fi
   done
 fi
 has info && step info 30 ./gpushmem-info

@@ -32,6 +32,12 @@ for b in target/release/gpushmem-run target/release/gpushmem-perf target/release
   target/release/examples/ring target/release/examples/allreduce target/release/examples/moe target/release/examples/halo; do
   [ -f "$b" ] && cp "$b" .stage-bin/
 done
+# The ring, moe and halo examples built for the NVSHMEM engine (docs/multinode.md), as <name>-nvshmem.
+if GPUSHMEM_ENGINE=nvshmem cargo build --release --examples --quiet --target-dir target/nvshmem; then
+  for e in ring moe halo; do cp "target/nvshmem/release/examples/$e" ".stage-bin/$e-nvshmem"; done
+else
+  echo "device.sh: the NVSHMEM-engine build of the examples failed; not staged" >&2
+fi
 strip .stage-bin/* 2>/dev/null || true  # (guide-myapp is stripped where it is staged, below)
 cp scripts/sanitize.sh .stage-bin/sanitize.sh
 cp scripts/device-verify.sh .stage-bin/verify.sh
