@@ -30,15 +30,11 @@ pub fn arg(args: &[String], i: usize, default: usize) -> Option<usize> {
     }
 }
 
-/// The slowest PE's time and whether every PE passed (host all-gather over the bootstrap).
+/// The slowest PE's time and whether every PE passed (collective: a host
+/// all-gather, [`Shmem::allgather_host`]).
 pub fn gather(shmem: &Shmem, secs: f64, ok: bool) -> gpushmem::Result<(f64, bool)> {
-    let mut mine = secs.to_le_bytes().to_vec();
-    mine.push(ok as u8);
-    let all = shmem.bootstrap().allgather(&mine)?;
-    Ok(all.iter().fold((0.0f64, true), |(slowest, every), b| {
-        let s = f64::from_le_bytes(b[..8].try_into().expect("8 bytes of time"));
-        (slowest.max(s), every && b[8] == 1)
-    }))
+    let all = shmem.allgather_host([secs, if ok { 1.0 } else { 0.0 }])?;
+    Ok(all.iter().fold((0.0f64, true), |(slowest, every), &[s, passed]| (slowest.max(s), every && passed == 1.0)))
 }
 
 /// How the PEs run, for the report, and whether processes share a GPU: their

@@ -40,7 +40,7 @@ impl Shmem {
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
         check_co_resident(self.context(), &k, &cfg, self.pes_on_device())?;
         // SAFETY: the arguments match the built-in kernel, checked by the callers below.
-        unsafe { launch_on(stream.cu_stream(), &k, cfg, &args) }
+        unsafe { launch_on(self.owner(), stream.cu_stream(), &k, cfg, &args) }
     }
 
     /// Fails unless this PE is in `team` and `[dest, +dest_len)`/`[src, +src_len)` are

@@ -122,7 +122,8 @@ pub(crate) fn mem_alloc(bytes: u64) -> Result<u64> {
 /// # Safety
 /// `ptr` came from [`mem_alloc`] in the current context and is not in use.
 pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
-    result::free_sync(ptr).cuda("cuMemFree")
+    // SAFETY: the caller guarantees `ptr` is a live allocation of the current context, not in use.
+    unsafe { result::free_sync(ptr) }.cuda("cuMemFree")
 }
 
 /// `cuMemsetD8Async` on `stream`, then waits for the stream: zeroes `bytes` at `ptr`.
@@ -136,8 +137,10 @@ pub(crate) unsafe fn mem_free(ptr: u64) -> Result<()> {
 /// # Safety
 /// `[ptr, ptr + bytes)` is device memory of the current context.
 pub(crate) unsafe fn zero(stream: sys::CUstream, ptr: u64, bytes: u64) -> Result<()> {
-    result::memset_d8_async(ptr, 0, bytes as usize, stream).cuda("cuMemsetD8Async")?;
-    result::stream::synchronize(stream).cuda("cuStreamSynchronize (after memset)")
+    // SAFETY: the caller guarantees the range is device memory of the current context.
+    unsafe { result::memset_d8_async(ptr, 0, bytes as usize, stream) }.cuda("cuMemsetD8Async")?;
+    // SAFETY: `stream` is a stream of the current context.
+    unsafe { result::stream::synchronize(stream) }.cuda("cuStreamSynchronize (after memset)")
 }
 
 /// `cuMemcpyHtoDAsync` on `stream`, then waits for the stream (see [`zero`] for why).
@@ -145,8 +148,11 @@ pub(crate) unsafe fn zero(stream: sys::CUstream, ptr: u64, bytes: u64) -> Result
 /// # Safety
 /// `[dst, dst + size_of_val(src))` is device memory of the current context.
 pub(crate) unsafe fn copy_htod<T>(stream: sys::CUstream, dst: u64, src: &[T]) -> Result<()> {
-    result::memcpy_htod_async(dst, src, stream).cuda("cuMemcpyHtoDAsync")?;
-    result::stream::synchronize(stream).cuda("cuStreamSynchronize (after a host-to-device copy)")
+    // SAFETY: the caller guarantees the destination range; `src` is borrowed
+    // until the stream is synchronized below, so the async copy reads live memory.
+    unsafe { result::memcpy_htod_async(dst, src, stream) }.cuda("cuMemcpyHtoDAsync")?;
+    // SAFETY: `stream` is a stream of the current context.
+    unsafe { result::stream::synchronize(stream) }.cuda("cuStreamSynchronize (after a host-to-device copy)")
 }
 
 /// `cuMemcpyDtoHAsync` on `stream`, then waits for the stream.
@@ -154,8 +160,11 @@ pub(crate) unsafe fn copy_htod<T>(stream: sys::CUstream, dst: u64, src: &[T]) ->
 /// # Safety
 /// `[src, src + size_of_val(dst))` is device memory of the current context.
 pub(crate) unsafe fn copy_dtoh<T>(stream: sys::CUstream, dst: &mut [T], src: u64) -> Result<()> {
-    result::memcpy_dtoh_async(dst, src, stream).cuda("cuMemcpyDtoHAsync")?;
-    result::stream::synchronize(stream).cuda("cuStreamSynchronize (after a device-to-host copy)")
+    // SAFETY: the caller guarantees the source range; `dst` is borrowed mutably
+    // until the stream is synchronized below, so the async copy writes live memory.
+    unsafe { result::memcpy_dtoh_async(dst, src, stream) }.cuda("cuMemcpyDtoHAsync")?;
+    // SAFETY: `stream` is a stream of the current context.
+    unsafe { result::stream::synchronize(stream) }.cuda("cuStreamSynchronize (after a device-to-host copy)")
 }
 
 /// An IPC handle's 64 bytes, as they travel through the bootstrap.
@@ -184,7 +193,8 @@ pub(crate) fn ipc_open(handle: &IpcBytes) -> Result<u64> {
 /// # Safety
 /// `ptr` came from [`ipc_open`] and is no longer used.
 pub(crate) unsafe fn ipc_close(ptr: u64) -> Result<()> {
-    sys::cuIpcCloseMemHandle(ptr).result().cuda("cuIpcCloseMemHandle")
+    // SAFETY: the caller guarantees `ptr` came from `ipc_open` and is no longer used.
+    unsafe { sys::cuIpcCloseMemHandle(ptr) }.result().cuda("cuIpcCloseMemHandle")
 }
 
 /// `cuDeviceCanAccessPeer` then `cuCtxEnablePeerAccess` from the current

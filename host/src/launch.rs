@@ -1,6 +1,6 @@
 //! Kernel launch: plain, and collective (checked to be co-resident).
 
-use crate::module::Kernel;
+use crate::module::{check_owner, Kernel, Owner};
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaContext, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
@@ -41,25 +41,33 @@ tuple_args!(A, B, C, D, E, F, G, H);
 tuple_args!(A, B, C, D, E, F, G, H, I);
 tuple_args!(A, B, C, D, E, F, G, H, I, J);
 
-/// `cuLaunchKernel` on `stream`.
+/// `cuLaunchKernel` on `stream`, for the `Shmem` `launcher`: fails with
+/// [`Error::Launch`] when another `Shmem` loaded `k` (see [`check_owner`]).
 ///
 /// # Safety
 /// `args` match the kernel's parameters in number and type.
 pub(crate) unsafe fn launch_on(
+    launcher: Owner,
     stream: sys::CUstream,
     k: &Kernel,
     cfg: LaunchConfig,
     args: &impl KernelArgs,
 ) -> Result<()> {
+    check_owner(&k.name, k.owner, launcher)?;
     args.with_params(|p| {
-        cudarc::driver::result::launch_kernel(
-            k.func.cu_function(),
-            cfg.grid_dim,
-            cfg.block_dim,
-            cfg.shared_mem_bytes,
-            stream,
-            p,
-        )
+        // SAFETY: `k` is a loaded function of `launcher`'s module (checked
+        // above), and the caller guarantees that `p` (pointers to `args`,
+        // alive for this call) matches its parameters.
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                k.func.cu_function(),
+                cfg.grid_dim,
+                cfg.block_dim,
+                cfg.shared_mem_bytes,
+                stream,
+                p,
+            )
+        }
     })
     .map_err(|e| Error::Launch {
         kernel: k.name.clone(),

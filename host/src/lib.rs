@@ -31,7 +31,9 @@
 //!
 //! Misuse the compiler rejects (see `docs/errors.md` for the rest): a slice
 //! used after `free`, and a `Shmem` used after `finalize`, both of which take
-//! their argument by value.
+//! their argument by value; a stream-ordered copy to or from a raw local
+//! address outside `unsafe` (the typed forms, `get_on_stream` and
+//! `get_buf_on_stream`, are safe).
 //!
 //! ```compile_fail,E0382
 //! let shmem = gpushmem::Shmem::init()?;
@@ -47,7 +49,16 @@
 //! let _ = shmem.malloc::<u8>(16); // use after finalize
 //! # Ok::<(), gpushmem::Error>(())
 //! ```
+//!
+//! ```compile_fail,E0133
+//! let shmem = gpushmem::Shmem::init()?;
+//! let buf = shmem.calloc::<u8>(16)?;
+//! // Nothing can check a raw local address: the byte form is `unsafe`.
+//! shmem.getmem_on_stream(0xdead_0000, buf.as_kernel_ptr(), 16, 0, shmem.stream())?;
+//! # Ok::<(), gpushmem::Error>(())
+//! ```
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod bootstrap;
 mod collective_ops;

@@ -4,13 +4,56 @@ use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
 use gpushmem_kernels::abi::{State, STATE_SYMBOL};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+/// Which [`crate::Shmem`] loaded a module: an id unique in this process
+/// (never reused, also across jobs), and that Shmem's PE. A kernel carries
+/// the device state of the PE that loaded it, so only that Shmem may launch it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Owner {
+    /// Unique per `Shmem` in this process.
+    pub(crate) id: u64,
+    /// The PE of that `Shmem`.
+    pub(crate) pe: usize,
+}
+
+impl Owner {
+    /// A fresh owner for a new `Shmem` of PE `pe`.
+    pub(crate) fn new(pe: usize) -> Owner {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Owner { id: NEXT.fetch_add(1, Ordering::Relaxed), pe }
+    }
+}
+
+/// Fails with [`Error::Launch`] unless `kernel`, loaded by `loaded_by`, is
+/// launched through the same `Shmem` (`launcher`).
+pub(crate) fn check_owner(kernel: &str, loaded_by: Owner, launcher: Owner) -> Result<()> {
+    if loaded_by.id == launcher.id {
+        return Ok(());
+    }
+    let whose = if loaded_by.pe == launcher.pe {
+        format!("another Shmem (PE {} of another job)", loaded_by.pe)
+    } else {
+        format!("PE {}'s Shmem (another PE, or another job)", loaded_by.pe)
+    };
+    Err(Error::Launch {
+        kernel: kernel.to_string(),
+        why: format!(
+            "the kernel was loaded by {whose}, but launched through PE {}'s: it would run with the other PE's \
+             device state; load the module on every PE (`load_module` is collective) and launch each PE's own kernels",
+            launcher.pe
+        ),
+    })
+}
 
 /// A loaded PTX module whose `GPUSHMEM_STATE` holds this PE's device state.
 /// Several modules may be loaded at once; each has its own copy of the state.
 pub struct Module {
     pub(crate) inner: Arc<CudaModule>,
     name: String,
+    /// The `Shmem` that loaded it.
+    owner: Owner,
     /// Every `.entry` of the PTX, loaded at module load.
     kernels: HashMap<String, CudaFunction>,
 }
@@ -20,6 +63,8 @@ pub struct Module {
 pub struct Kernel {
     pub(crate) func: CudaFunction,
     pub(crate) name: String,
+    /// The `Shmem` whose module it is: only that one may launch it.
+    pub(crate) owner: Owner,
 }
 
 impl Kernel {
@@ -35,7 +80,9 @@ impl Module {
     /// `GPUSHMEM_STATE` global, checking the global's size against this
     /// build's [`State`] (a kernel crate built against another version of
     /// `gpushmem-kernels` is refused here rather than misread on the device).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn load(
+        owner: Owner,
         ctx: &Arc<cudarc::driver::CudaContext>,
         stream: &Arc<CudaStream>,
         name: &str,
@@ -113,19 +160,19 @@ impl Module {
                 )))
             }
         }
-        Ok(Module { inner, name: name.to_string(), kernels })
+        Ok(Module { inner, name: name.to_string(), owner, kernels })
     }
 
     /// The kernel `name` of this module.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         if let Some(f) = self.kernels.get(name) {
-            return Ok(Kernel { func: f.clone(), name: name.to_string() });
+            return Ok(Kernel { func: f.clone(), name: name.to_string(), owner: self.owner });
         }
         let func = self.inner.load_function(name).map_err(|e| Error::Module {
             name: self.name.clone(),
             why: format!("no kernel `{name}` ({e}); is it `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn {name}`?"),
         })?;
-        Ok(Kernel { func, name: name.to_string() })
+        Ok(Kernel { func, name: name.to_string(), owner: self.owner })
     }
 
     /// The name it was loaded under.
@@ -149,5 +196,34 @@ mod tests {
     fn entry_names() {
         let ptx = ".version 8.0\n.visible .entry a(\n.param .u64 x)\n{ ret; }\n.entry b_2()\n.func c(\n";
         assert_eq!(super::entry_names(ptx).collect::<Vec<_>>(), ["a", "b_2"]);
+    }
+
+    #[test]
+    fn owners_are_unique() {
+        let a = super::Owner::new(0);
+        let b = super::Owner::new(0);
+        assert_ne!(a.id, b.id);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn kernel_of_another_shmem_is_refused() {
+        use super::{check_owner, Owner};
+        let (pe0, pe1) = (Owner::new(0), Owner::new(1));
+        assert!(check_owner("k", pe0, pe0).is_ok());
+        match check_owner("k", pe0, pe1) {
+            Err(crate::Error::Launch { kernel, why }) => {
+                assert_eq!(kernel, "k");
+                assert!(why.contains("loaded by PE 0's Shmem"), "{why}");
+                assert!(why.contains("launched through PE 1's"), "{why}");
+            }
+            other => panic!("expected Error::Launch, got {other:?}"),
+        }
+        // Same PE number, another job (another Shmem in this process).
+        let other_job = Owner::new(0);
+        match check_owner("k", other_job, pe0) {
+            Err(crate::Error::Launch { why, .. }) => assert!(why.contains("another job"), "{why}"),
+            other => panic!("expected Error::Launch, got {other:?}"),
+        }
     }
 }

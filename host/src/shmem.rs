@@ -4,7 +4,7 @@ use crate::bootstrap::{env::LaunchEnv, socket::SocketBootstrap, threads::Threads
 use crate::error::CudaContext as _;
 use crate::heap::{Heap, SymSlice};
 use crate::launch::{check_co_resident, launch_on, KernelArgs};
-use crate::module::{Kernel, Module};
+use crate::module::{check_owner, Kernel, Module, Owner};
 use crate::nvshmem::Runtime;
 use crate::peer::PeerMap;
 use crate::team::TeamTable;
@@ -21,6 +21,9 @@ use std::sync::Arc;
 /// *collective* must be made by every PE, in the same order, with the same
 /// arguments; a mismatch is an [`Error::Mismatch`] on every PE.
 pub struct Shmem {
+    /// This `Shmem`'s process-wide unique id and PE: the modules it loads
+    /// carry it, and only kernels that carry it may be launched through it.
+    owner: Owner,
     config: Config,
     /// The built-in kernels of the stream-ordered operations.
     pub(crate) builtin: Module,
@@ -82,10 +85,12 @@ impl Shmem {
         local_rank: usize,
         single_node: bool,
     ) -> Result<Shmem> {
-        match Self::setup(bootstrap.as_ref(), &config, device, local_rank, single_node) {
+        let owner = Owner::new(bootstrap.rank());
+        match Self::setup(owner, bootstrap.as_ref(), &config, device, local_rank, single_node) {
             Ok(p) => {
                 let pes_on_device = p.peers.pes_on_device(bootstrap.rank());
                 let s = Shmem {
+                    owner,
                     config,
                     builtin: p.builtin,
                     device: p.device,
@@ -120,6 +125,7 @@ impl Shmem {
     /// Context, stream, heap, peers, teams and the built-in module, in that
     /// order; on an error what was made so far is released by its `Drop`.
     fn setup(
+        owner: Owner,
         boot: &dyn Bootstrap,
         config: &Config,
         device: Option<usize>,
@@ -151,6 +157,7 @@ impl Shmem {
         // Before the barrier: module loading waits for running kernels (see `load_module`).
         let state = make_state(boot, config, &heap, &peers, &teams);
         let builtin = Module::load(
+            owner,
             &ctx,
             &stream,
             "gpushmem-builtin",
@@ -204,6 +211,11 @@ impl Shmem {
         make_state(self.bootstrap.as_ref(), &self.config, &self.heap, &self.peers, &self.teams)
     }
 
+    /// This `Shmem`'s identity, which the modules it loads carry.
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
     /// Number of PEs that share this PE's GPU (collective launches split it among them).
     pub(crate) fn pes_on_device(&self) -> usize {
         self.pes_on_device
@@ -254,64 +266,8 @@ impl Shmem {
     /// rejects its arguments every PE fails — the rejecting PE with its own
     /// error, the others naming it — and no PE is left waiting in the exchange.
     pub(crate) fn agree_checked(&self, call: &'static str, args: &[(&str, u64)], local: Result<()>) -> Result<()> {
-        // [verdict][name length][name][args]: the name catches PEs that are in
-        // different collective calls (one in malloc, another in barrier_all).
-        let mut mine: Vec<u8> = vec![local.is_ok() as u8, call.len().min(255) as u8];
-        mine.extend(&call.as_bytes()[..call.len().min(255)]);
-        let head = mine.len();
-        mine.extend(args.iter().flat_map(|a| a.1.to_le_bytes()));
-        let all = self.bootstrap.allgather(&mine)?;
-        let name_of = |b: &[u8]| -> String {
-            let len = b.get(1).copied().unwrap_or(0) as usize;
-            String::from_utf8_lossy(b.get(2..2 + len).unwrap_or(b"?")).into_owned()
-        };
-        if all.iter().any(|b| name_of(b) != call) {
-            let calls: Vec<String> = all.iter().enumerate().map(|(pe, b)| format!("PE {pe}: {}", name_of(b))).collect();
-            return Err(Error::Mismatch {
-                me: self.my_pe(),
-                call,
-                detail: format!(
-                    "PEs are in different collective calls ({}); every PE must make the same collective calls in the same order",
-                    calls.join(", ")
-                ),
-            });
-        }
-        local?;
-        if let Some(pe) = all.iter().position(|b| b.first() != Some(&1)) {
-            return Err(Error::Mismatch {
-                me: self.my_pe(),
-                call,
-                detail: format!("PE {pe} rejected its arguments (its own error says why)"),
-            });
-        }
-        let values = |b: &[u8]| -> Vec<u64> {
-            b.get(head..)
-                .unwrap_or_default()
-                .chunks(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-                .collect()
-        };
-        let all: Vec<Vec<u64>> = all.iter().map(|b| values(b)).collect();
-        // Name each argument that differs, with every PE's value of it.
-        let differ: Vec<String> = args
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| all.iter().any(|v| v.get(i) != all[0].get(i)))
-            .map(|(i, (name, _))| {
-                let per_pe: Vec<String> = all
-                    .iter()
-                    .enumerate()
-                    .map(|(pe, v)| format!("PE {pe}: {}", v.get(i).map_or("?".into(), |x| x.to_string())))
-                    .collect();
-                format!("`{name}` differs ({})", per_pe.join(", "))
-            })
-            .collect();
-        if !differ.is_empty() {
-            return Err(Error::Mismatch { me: self.my_pe(), call, detail: differ.join("; ") });
-        }
-        Ok(())
+        agree_exchange(self.bootstrap.as_ref(), call, args, local, &[]).map(|_| ())
     }
-
     fn alloc_raw<T>(&self, call: &'static str, op: u64, len: usize, align: u64) -> Result<SymSlice<T>> {
         let bytes = (len as u64).checked_mul(std::mem::size_of::<T>() as u64).ok_or(Error::HeapExhausted {
             requested: u64::MAX,
@@ -421,7 +377,8 @@ impl Shmem {
     /// Kernel names are read from `ptx`.
     pub fn load_module_prebuilt(&self, name: &str, ptx: &str, cubin: &[u8]) -> Result<Module> {
         let state = self.device_state();
-        let m = Module::load(&self.ctx, &self.stream, name, ptx, Some(cubin), &state, self.nvshmem.as_deref());
+        let m =
+            Module::load(self.owner, &self.ctx, &self.stream, name, ptx, Some(cubin), &state, self.nvshmem.as_deref());
         // Arrive even on failure, so the others are not left waiting for this PE.
         let arrived = self.bootstrap.barrier();
         let m = m?;
@@ -431,13 +388,19 @@ impl Shmem {
 
     /// Launches `k` on this PE's stream (asynchronous; see [`Shmem::synchronize`]).
     ///
+    /// # Errors
+    /// [`Error::Launch`] when `k` was loaded by another `Shmem` (another PE
+    /// of a job whose PEs are threads, or another job): its module holds
+    /// that PE's device state, so it would run as that PE.
+    ///
     /// # Safety
     /// `args` match the kernel's parameters; pointers in them are valid for what the kernel does.
     pub unsafe fn launch(&self, k: &Kernel, cfg: LaunchConfig, args: impl KernelArgs) -> Result<()> {
-        self.launch_on_stream(k, cfg, args, &self.stream)
+        // SAFETY: the caller's guarantees are those `launch_on_stream` needs.
+        unsafe { self.launch_on_stream(k, cfg, args, &self.stream) }
     }
 
-    /// Launches `k` on `stream` (a stream of this PE's context).
+    /// Launches `k` on `stream` (a stream of this PE's context). Errors as [`Shmem::launch`].
     ///
     /// # Safety
     /// As [`Shmem::launch`].
@@ -448,20 +411,25 @@ impl Shmem {
         args: impl KernelArgs,
         stream: &CudaStream,
     ) -> Result<()> {
+        check_owner(&k.name, k.owner, self.owner)?;
         self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
-        launch_on(stream.cu_stream(), k, cfg, &args)
+        // SAFETY: the caller guarantees that `args` match the kernel's parameters.
+        unsafe { launch_on(self.owner, stream.cu_stream(), k, cfg, &args) }
     }
 
     /// Launches a kernel that synchronizes with other blocks or PEs (barriers,
     /// waits): first checks that the whole grid can be resident at once, with
     /// the GPU split among the PEs that share it, and fails with
-    /// [`Error::Launch`] if not (such a kernel would otherwise hang).
+    /// [`Error::Launch`] if not (such a kernel would otherwise hang), or if
+    /// `k` was loaded by another `Shmem` (as [`Shmem::launch`]).
     ///
     /// # Safety
     /// As [`Shmem::launch`]; every PE launches its part.
     pub unsafe fn launch_collective(&self, k: &Kernel, cfg: LaunchConfig, args: impl KernelArgs) -> Result<()> {
+        check_owner(&k.name, k.owner, self.owner)?;
         check_co_resident(&self.ctx, k, &cfg, self.pes_on_device)?;
-        self.launch(k, cfg, args)
+        // SAFETY: the caller's guarantees are those `launch` needs.
+        unsafe { self.launch(k, cfg, args) }
     }
 
     /// Waits for this PE's stream. A kernel that trapped (a failed device
@@ -480,6 +448,27 @@ impl Shmem {
     pub fn barrier_all(&self) -> Result<()> {
         self.synchronize()?;
         self.agree("barrier_all", &[])
+    }
+
+    /// Collective, host only: every PE's `value`, in PE order (PE `i`'s at
+    /// index `i`); for gathering small per-PE results (a time, a verdict) on
+    /// the host. It goes over the bootstrap, not the GPU: it neither waits
+    /// for nor orders anything on the streams.
+    ///
+    /// Checked like every collective call: a PE in another collective call
+    /// (say `malloc`), or gathering a type of another size, makes every PE
+    /// fail with [`Error::Mismatch`].
+    pub fn allgather_host<T: bytemuck::Pod>(&self, value: T) -> Result<Vec<T>> {
+        allgather_values(self.bootstrap.as_ref(), value)
+    }
+
+    /// Collective, host only: PE `root`'s `value` on every PE (the other PEs'
+    /// `value` is ignored). Over the bootstrap, like [`Shmem::allgather_host`],
+    /// and checked the same way: a PE in another collective call, or with
+    /// another `root` or size of `T`, makes every PE fail with
+    /// [`Error::Mismatch`]; a `root` outside the job is an [`Error::BadPe`].
+    pub fn broadcast_host<T: bytemuck::Pod>(&self, value: T, root: usize) -> Result<T> {
+        broadcast_value(self.bootstrap.as_ref(), value, root)
     }
 
     /// Collective: waits for every PE's work, unmaps the peers' heaps and
@@ -526,6 +515,106 @@ fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMa
     }
 }
 
+/// [`Shmem::agree_checked`] over `boot`, that also exchanges `payload`: once
+/// every PE is known to be in the same collective call with the same
+/// arguments, returns every PE's payload in PE order.
+pub(crate) fn agree_exchange(
+    boot: &dyn Bootstrap,
+    call: &'static str,
+    args: &[(&str, u64)],
+    local: Result<()>,
+    payload: &[u8],
+) -> Result<Vec<Vec<u8>>> {
+    let me = boot.rank();
+    // [verdict][name length][name][args][payload]: the name catches PEs that are
+    // in different collective calls (one in malloc, another in barrier_all).
+    let mut mine: Vec<u8> = vec![local.is_ok() as u8, call.len().min(255) as u8];
+    mine.extend(&call.as_bytes()[..call.len().min(255)]);
+    let head = mine.len();
+    mine.extend(args.iter().flat_map(|a| a.1.to_le_bytes()));
+    let tail = head + 8 * args.len();
+    mine.extend(payload);
+    let all = boot.allgather(&mine)?;
+    let name_of = |b: &[u8]| -> String {
+        let len = b.get(1).copied().unwrap_or(0) as usize;
+        String::from_utf8_lossy(b.get(2..2 + len).unwrap_or(b"?")).into_owned()
+    };
+    if all.iter().any(|b| name_of(b) != call) {
+        let calls: Vec<String> = all.iter().enumerate().map(|(pe, b)| format!("PE {pe}: {}", name_of(b))).collect();
+        return Err(Error::Mismatch {
+            me,
+            call,
+            detail: format!(
+                "PEs are in different collective calls ({}); every PE must make the same collective calls in the same order",
+                calls.join(", ")
+            ),
+        });
+    }
+    local?;
+    if let Some(pe) = all.iter().position(|b| b.first() != Some(&1)) {
+        return Err(Error::Mismatch {
+            me,
+            call,
+            detail: format!("PE {pe} rejected its arguments (its own error says why)"),
+        });
+    }
+    let values = |b: &[u8]| -> Vec<u64> {
+        b.get(head..tail.min(b.len()))
+            .unwrap_or_default()
+            .chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .collect()
+    };
+    let payloads: Vec<Vec<u8>> = all.iter().map(|b| b.get(tail..).unwrap_or_default().to_vec()).collect();
+    let all: Vec<Vec<u64>> = all.iter().map(|b| values(b)).collect();
+    // Name each argument that differs, with every PE's value of it.
+    let differ: Vec<String> = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| all.iter().any(|v| v.get(i) != all[0].get(i)))
+        .map(|(i, (name, _))| {
+            let per_pe: Vec<String> = all
+                .iter()
+                .enumerate()
+                .map(|(pe, v)| format!("PE {pe}: {}", v.get(i).map_or("?".into(), |x| x.to_string())))
+                .collect();
+            format!("`{name}` differs ({})", per_pe.join(", "))
+        })
+        .collect();
+    if !differ.is_empty() {
+        return Err(Error::Mismatch { me, call, detail: differ.join("; ") });
+    }
+    Ok(payloads)
+}
+
+/// PE `pe`'s contribution to a host collective of `call` as a `T`.
+fn value_from<T: bytemuck::Pod>(me: usize, call: &'static str, pe: usize, bytes: &[u8]) -> Result<T> {
+    bytemuck::try_pod_read_unaligned(bytes).map_err(|_| Error::Mismatch {
+        me,
+        call,
+        detail: format!("PE {pe} sent {} bytes, a value is {}", bytes.len(), std::mem::size_of::<T>()),
+    })
+}
+
+/// [`Shmem::allgather_host`] over `boot`.
+pub(crate) fn allgather_values<T: bytemuck::Pod>(boot: &dyn Bootstrap, value: T) -> Result<Vec<T>> {
+    let call = "allgather_host";
+    let size = std::mem::size_of::<T>() as u64;
+    let all = agree_exchange(boot, call, &[("value size in bytes", size)], Ok(()), bytemuck::bytes_of(&value))?;
+    all.iter().enumerate().map(|(pe, b)| value_from(boot.rank(), call, pe, b)).collect()
+}
+
+/// [`Shmem::broadcast_host`] over `boot`: only `root` sends its value.
+pub(crate) fn broadcast_value<T: bytemuck::Pod>(boot: &dyn Bootstrap, value: T, root: usize) -> Result<T> {
+    let call = "broadcast_host";
+    let size = std::mem::size_of::<T>() as u64;
+    let n_pes = boot.size();
+    let local = if root < n_pes { Ok(()) } else { Err(Error::BadPe { pe: root, n_pes }) };
+    let mine: &[u8] = if boot.rank() == root { bytemuck::bytes_of(&value) } else { &[] };
+    let all = agree_exchange(boot, call, &[("value size in bytes", size), ("root", root as u64)], local, mine)?;
+    value_from(boot.rank(), call, root, &all[root])
+}
+
 /// Fails unless a host slice has as many elements as the symmetric slice.
 pub(crate) fn check_len(call: &'static str, want: usize, got: usize) -> Result<()> {
     if want != got {
@@ -548,5 +637,96 @@ impl Drop for Shmem {
         }
         // Then the fields drop in declaration order: the built-in module, the
         // team table, the peer mappings, the heap (freed), the stream, the context.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{agree_exchange, allgather_values, broadcast_value};
+    use crate::bootstrap::{threads::ThreadsBootstrap, Bootstrap};
+    use crate::{Error, Result};
+    use std::time::Duration;
+
+    /// Runs `f` on `n` PEs (threads over an in-memory bootstrap); results in PE order.
+    fn on_pes<R: Send>(n: usize, f: impl Fn(&dyn Bootstrap) -> R + Sync) -> Vec<R> {
+        let group = ThreadsBootstrap::group(n, Duration::from_secs(10));
+        std::thread::scope(|s| {
+            let hs: Vec<_> = group.iter().map(|b| s.spawn(|| f(b))).collect();
+            hs.into_iter().map(|h| h.join().expect("PE thread panicked")).collect()
+        })
+    }
+
+    fn mismatch(r: &Result<impl std::fmt::Debug>, needle: &str) -> bool {
+        matches!(r, Err(Error::Mismatch { detail, .. }) if detail.contains(needle))
+    }
+
+    #[test]
+    fn allgather_host_gathers_in_pe_order() {
+        let got = on_pes(3, |b| allgather_values(b, (b.rank() as u64 + 1) * 10));
+        for r in got {
+            assert_eq!(r.unwrap(), [10, 20, 30]);
+        }
+        let got = on_pes(2, |b| allgather_values(b, [b.rank() as f32, 0.5]));
+        for r in got {
+            assert_eq!(r.unwrap(), [[0.0, 0.5], [1.0, 0.5]]);
+        }
+    }
+
+    #[test]
+    fn broadcast_host_takes_roots_value() {
+        let got = on_pes(3, |b| broadcast_value(b, 100 + b.rank() as u32, 2));
+        for r in got {
+            assert_eq!(r.unwrap(), 102);
+        }
+    }
+
+    #[test]
+    fn host_collectives_check_the_call() {
+        // PE 0 gathers while PE 1 broadcasts: both fail, naming each PE's call.
+        let got = on_pes(2, |b| {
+            if b.rank() == 0 {
+                allgather_values(b, 1u64).map(|_| ())
+            } else {
+                broadcast_value(b, 1u64, 0).map(|_| ())
+            }
+        });
+        for r in &got {
+            assert!(mismatch(r, "PE 0: allgather_host, PE 1: broadcast_host"), "{r:?}");
+        }
+        // Different value sizes.
+        let got = on_pes(2, |b| {
+            if b.rank() == 0 {
+                allgather_values(b, 1u64).map(|_| ())
+            } else {
+                allgather_values(b, 1u32).map(|_| ())
+            }
+        });
+        for r in &got {
+            assert!(mismatch(r, "`value size in bytes` differs (PE 0: 8, PE 1: 4)"), "{r:?}");
+        }
+        // Different roots.
+        let got = on_pes(2, |b| broadcast_value(b, 7u16, b.rank()));
+        for r in &got {
+            assert!(mismatch(r, "`root` differs (PE 0: 0, PE 1: 1)"), "{r:?}");
+        }
+        // A root outside the job: every PE rejects it itself.
+        let got = on_pes(2, |b| broadcast_value(b, 7u16, 5));
+        for r in &got {
+            assert!(matches!(r, Err(Error::BadPe { pe: 5, n_pes: 2 })), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn agree_exchange_names_the_rejecting_pe() {
+        let got = on_pes(2, |b| {
+            let local = if b.rank() == 1 { Err(Error::BadPe { pe: 9, n_pes: 2 }) } else { Ok(()) };
+            agree_exchange(b, "test_call", &[("x", 1)], local, b"payload")
+        });
+        assert!(mismatch(&got[0], "PE 1 rejected its arguments"), "{:?}", got[0]);
+        assert!(matches!(got[1], Err(Error::BadPe { pe: 9, .. })), "{:?}", got[1]);
+        let got = on_pes(2, |b| agree_exchange(b, "test_call", &[("x", 1)], Ok(()), &[b.rank() as u8; 3]));
+        for r in got {
+            assert_eq!(r.unwrap(), [vec![0u8; 3], vec![1u8; 3]]);
+        }
     }
 }

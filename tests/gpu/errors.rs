@@ -77,6 +77,62 @@ pub fn host_bad_inputs() -> TestResult {
     }
 }
 
+/// PEs as threads: PE 1 launching a kernel that PE 0 loaded (its module holds
+/// PE 0's device state, so it would run as PE 0) gets `Error::Launch` naming
+/// PE 0's Shmem, through `launch`, `launch_on_stream` and `launch_collective`;
+/// its own copy of the same kernel launches.
+pub fn kernel_of_another_pe() -> TestResult {
+    let pe0_kernel: std::sync::Mutex<Option<gpushmem::Kernel>> = std::sync::Mutex::new(None);
+    let msgs = threads(2, 4 << 20, |shmem| {
+        let module = kernels(shmem)?; // collective
+        let mine = module.kernel("smoke_pattern")?;
+        if shmem.my_pe() == 0 {
+            *pe0_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(mine.clone());
+        }
+        shmem.barrier_all()?; // PE 0 has handed its kernel over
+        let mut out = Vec::new();
+        if shmem.my_pe() == 1 {
+            let theirs = pe0_kernel.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let theirs = theirs.ok_or_else(|| gpushmem::Error::Config {
+                name: "test".into(),
+                value: String::new(),
+                why: "PE 0 did not hand over its kernel".into(),
+            })?;
+            // n = 0: smoke_pattern would touch no memory, even if it ran.
+            let nothing = (0u64, 0u64, 0u64, 0u32);
+            let from_pe0 = |e: &Error| matches!(e, Error::Launch { why, .. } if why.contains("loaded by PE 0's Shmem"));
+            // SAFETY (all three): the arguments match smoke_pattern's, and with n = 0 it accesses nothing.
+            let r = unsafe { shmem.launch(&theirs, one_block(32), nothing) };
+            out.push(expect("launch of PE 0's kernel", r, from_pe0));
+            let r = unsafe { shmem.launch_on_stream(&theirs, one_block(32), nothing, shmem.stream()) };
+            out.push(expect("launch_on_stream of PE 0's kernel", r, from_pe0));
+            let r = unsafe { shmem.launch_collective(&theirs, one_block(32), nothing) };
+            out.push(expect("launch_collective of PE 0's kernel", r, from_pe0));
+            let r = unsafe { shmem.launch(&mine, one_block(32), nothing) };
+            out.push(r.map(|()| "PE 1's own kernel launches".to_string()).map_err(|e| format!("own kernel: {e}")));
+        }
+        shmem.barrier_all()?; // waits for the stream too
+        Ok(out)
+    })?;
+    let mut bad = Vec::new();
+    for (pe, rows) in msgs.iter().enumerate() {
+        for r in rows {
+            match r {
+                Ok(m) => println!("  PE {pe}: {m}"),
+                Err(e) => bad.push(format!("PE {pe}: {e}")),
+            }
+        }
+    }
+    if msgs.get(1).map_or(0, Vec::len) != 4 {
+        bad.push(format!("PE 1 made {} checks, want 4", msgs.get(1).map_or(0, Vec::len)));
+    }
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(bad.join("\n").into())
+    }
+}
+
 /// Runs this test binary as a child scenario (see `main.rs`), with `env` set; returns (exit ok, stdout+stderr).
 pub fn child(scenario: &str, env: &[(&str, &str)], timeout: Duration) -> Result<(bool, String, Duration), String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;

@@ -76,7 +76,11 @@ pub fn die_in(phase: &str) -> ExitCode {
                 let dst = shmem.calloc::<u8>(bytes)?;
                 let peer = 1 - me;
                 for i in 0..u64::MAX {
-                    shmem.putmem_on_stream(dst.as_kernel_ptr(), src.as_kernel_ptr(), bytes, peer, shmem.stream())?;
+                    // SAFETY: `src` is a symmetric slice of `bytes` bytes of this PE's
+                    // heap, never freed in this loop.
+                    unsafe {
+                        shmem.putmem_on_stream(dst.as_kernel_ptr(), src.as_kernel_ptr(), bytes, peer, shmem.stream())?
+                    };
                     if i % 16 == 15 {
                         shmem.barrier_all()?;
                     }

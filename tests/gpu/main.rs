@@ -172,6 +172,7 @@ fn gpu_tests() -> Vec<Test> {
         test("smoke::pattern_roundtrip", smoke::smoke_pattern),
         test("smoke::state_installed", smoke::state_installed),
         test("errors::host_bad_inputs", errors::host_bad_inputs),
+        test("errors::kernel_of_another_pe", errors::kernel_of_another_pe),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),
         test("errors::device_heap_check_traps", errors::device_heap_check_traps),
         test("errors::device_misaligned_traps", errors::device_misaligned_traps),

@@ -45,16 +45,20 @@ pub fn stream_ordered_ops(n: usize) -> TestResult {
         shmem.signal_wait_until_on_stream(sig.as_kernel_ptr(), Cmp::Ge, 1, &b)?;
         unsafe { shmem.launch_on_stream(&k, cfg, (dptr(&out, &b), dest.as_kernel_ptr(), len as u64, 0x33u32), &b)? };
         let sig2 = sig.as_kernel_ptr() + 8;
-        shmem.putmem_signal_on_stream(
-            dest2.as_kernel_ptr(),
-            src.as_kernel_ptr(),
-            len * 4,
-            sig2,
-            7,
-            SignalOp::Set,
-            next,
-            a,
-        )?;
+        // SAFETY: `src` is a symmetric slice of this PE's heap of `len` u32s,
+        // alive until after `a` is synchronized below.
+        unsafe {
+            shmem.putmem_signal_on_stream(
+                dest2.as_kernel_ptr(),
+                src.as_kernel_ptr(),
+                len * 4,
+                sig2,
+                7,
+                SignalOp::Set,
+                next,
+                a,
+            )?
+        };
         shmem.signal_wait_until_on_stream(sig2, Cmp::Gt, 6, &b)?;
         shmem.quiet_on_stream(a)?;
         shmem.barrier_all_on_stream(a)?;

@@ -71,6 +71,7 @@ fn gpus() {
         let name = result::device::get_name(d).unwrap_or_else(|e| format!("? ({e})"));
         // SAFETY: plain queries on a valid device handle.
         let mem = unsafe { result::device::total_mem(d) }.unwrap_or(0);
+        // SAFETY: as above: a query of a valid device handle's attribute.
         let attr = |a| unsafe { result::device::get_attribute(d, a) }.unwrap_or(-1);
         let (maj, min) = (
             attr(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),

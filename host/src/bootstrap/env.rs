@@ -346,6 +346,7 @@ mod tests {
         assert_eq!((e.rank, e.size, e.local_rank, e.local_size, e.device), (1, 2, 1, 2, Some(0)));
         assert_eq!(e.source, "PMI");
         // No job id at all: the parent process id.
+        // SAFETY: getppid has no preconditions and cannot fail.
         let ppid = unsafe { libc::getppid() };
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, format!("ppid-{ppid}.sock"));
