@@ -3,14 +3,17 @@
 //! GPUSHMEM_PTX_ALLREDUCE_KERNELS, GPUSHMEM_PTX_MOE_KERNELS, GPUSHMEM_PTX_HALO_KERNELS,
 //! GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS, and the GPUSHMEM_CUBIN_* beside them).
 //!
-//! The ring, moe and halo example kernels follow `GPUSHMEM_ENGINE` (`nvshmem`: built for the
-//! NVSHMEM engine, see docs/multinode.md); the test, benchmark and allreduce kernels use
-//! teams and collectives, which the NVSHMEM engine does not have yet, so they
-//! are always built for the native engine.
+//! The test kernels and the ring, moe and halo example kernels follow
+//! `GPUSHMEM_ENGINE` (`nvshmem`: built for the NVSHMEM engine, see
+//! docs/multinode.md); the benchmark and allreduce kernels use teams and
+//! collectives, which the NVSHMEM engine does not have yet, so they are always
+//! built for the native engine.
 use gpushmem_build::{Builder, Engine};
 
 fn main() {
-    Builder::new("tests/kernels").engine(Engine::Native).build_or_exit();
+    // Follows GPUSHMEM_ENGINE; its team/collective kernels are left out on the
+    // NVSHMEM engine (cfg(gpushmem_nvshmem)), and the tests that need them with them.
+    Builder::new("tests/kernels").build_or_exit();
     Builder::new("examples/ring-kernels").build_or_exit();
     // Compares with the library's reduce_block: a collective, native only for now.
     Builder::new("examples/allreduce-kernels").engine(Engine::Native).build_or_exit();

@@ -74,6 +74,17 @@ if has nvshmem-engine; then
     fi
   done
 fi
+# The GPU suite on the NVSHMEM engine (issue 16): its 1-PE tests, then every multi-PE test that
+# needs no device team or collective, each as one process per PE on this GPU (2 and 4 PEs).
+if has nvshmem-suite; then
+  if [ -x ./gpu-nvshmem ]; then
+    step nvshmem-suite-1pe 120 env GPUSHMEM_ENGINE=nvshmem ./gpu-nvshmem --test-threads 1 smoke:: wait::table_1pe
+    step nvshmem-suite-processes 480 env GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TEST_ALL_AS_PROCESSES=1 ./gpu-nvshmem \
+      --test-threads 1 --skip collective:: --skip team:: --skip stress:: --skip _8pe --skip pipeline_2pe
+  else
+    echo "verify nvshmem-suite: not run: gpu-nvshmem was not staged (scripts/device.sh)"; rc=1
+  fi
+fi
 has info && step info 30 ./gpushmem-info
 if has guide; then
   if [ -x ./guide-myapp ]; then step guide 60 ./guide-myapp; else echo "verify guide: not staged (scripts/check-guide.sh failed in scripts/device.sh)"; rc=1; fi

@@ -33,11 +33,19 @@ for b in target/release/gpushmem-run target/release/gpushmem-perf target/release
   [ -f "$b" ] && cp "$b" .stage-bin/
 done
 # The ring, moe and halo examples built for the NVSHMEM engine (docs/multinode.md), as <name>-nvshmem.
+# And the GPU test suite with its kernels built for the NVSHMEM engine, as gpu-nvshmem.
 if GPUSHMEM_ENGINE=nvshmem cargo build --release --examples --quiet --target-dir target/nvshmem; then
   for e in ring moe halo; do cp "target/nvshmem/release/examples/$e" ".stage-bin/$e-nvshmem"; done
 else
   echo "device.sh: the NVSHMEM-engine build of the examples failed; not staged" >&2
 fi
+nvgpu=$(GPUSHMEM_ENGINE=nvshmem cargo test --release --test gpu --no-run --target-dir target/nvshmem --message-format=json 2>/dev/null |
+  python3 -c 'import json,sys
+for l in sys.stdin:
+    try: m = json.loads(l)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "gpu": print(m["executable"])') || true
+if [ -n "$nvgpu" ]; then cp "$nvgpu" .stage-bin/gpu-nvshmem; else echo "device.sh: the NVSHMEM-engine GPU suite did not build; not staged" >&2; fi
 strip .stage-bin/* 2>/dev/null || true  # (guide-myapp is stripped where it is staged, below)
 cp scripts/sanitize.sh .stage-bin/sanitize.sh
 cp scripts/device-verify.sh .stage-bin/verify.sh

@@ -79,6 +79,7 @@
 //! engine, `GPUSHMEM_NVSHMEM_VERSION_<CRATE>` when the version is known.
 
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod cargo;
 mod error;
@@ -101,6 +102,13 @@ pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// The environment variable that chooses the [`Engine`] when [`Builder::engine`] was not called.
 pub const ENGINE_VAR: &str = "GPUSHMEM_ENGINE";
+
+/// The `cfg` a kernel crate is compiled with on the NVSHMEM engine:
+/// `#[cfg(not(gpushmem_nvshmem))]` leaves out kernels that use what that
+/// engine does not have yet (device teams and collectives). Declare it in the
+/// kernel crate's `Cargo.toml` (`[lints.rust] unexpected_cfgs = { level = "warn",
+/// check-cfg = ['cfg(gpushmem_nvshmem)'] }`).
+pub const NVSHMEM_CFG: &str = "gpushmem_nvshmem";
 
 /// Which implementation of the device API a kernel crate is built with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -289,6 +297,9 @@ impl Builder {
                 // Everything the link needs is looked up before the (slow) cargo build.
                 let tools = toolchain::llvm_tools(&rustc)?;
                 let nv = find_nvshmem_bitcode(&self.arch)?;
+                // Kernel crates see the engine as `cfg(gpushmem_nvshmem)`, to leave out what it
+                // does not have (device teams and collectives, for now).
+                let rustflags = format!("{rustflags}\x1f--cfg\x1f{NVSHMEM_CFG}");
                 let out = cargo::build_kernel_crate(&manifest, &target_dir, &rustflags, &rustc, cargo::Emit::Bitcode)?;
                 let bc = out.bitcode.as_deref().expect("Emit::Bitcode returns the bitcode");
                 let dir = out.ptx.parent().unwrap_or(Path::new("."));

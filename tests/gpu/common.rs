@@ -24,8 +24,14 @@ pub fn config(heap: u64) -> Config {
         bootstrap_timeout: std::time::Duration::from_secs(wait_s.max(60)),
         device_timeout: Some(std::time::Duration::from_secs(wait_s)),
         debug_checks: false,
-        ..Config::default()
+        // GPUSHMEM_ENGINE=nvshmem runs the suite on the NVSHMEM engine (with test kernels built for it).
+        engine: engine(),
     }
+}
+
+/// The engine the suite runs on (`GPUSHMEM_ENGINE`, default native).
+pub fn engine() -> gpushmem::Engine {
+    Config::from_env().map(|c| c.engine).unwrap_or_default()
 }
 
 /// The tests' device wait limit in seconds: `GPUSHMEM_TEST_TIMEOUT`, else 20.
@@ -50,7 +56,8 @@ pub fn threads<T>(
 where
     T: Send + serde::Serialize + serde::de::DeserializeOwned,
 {
-    if std::env::var_os(IN_JOB).is_some() {
+    // The NVSHMEM engine has no PEs as threads: one PE is this process.
+    if std::env::var_os(IN_JOB).is_some() || (n == 1 && engine() == gpushmem::Engine::Nvshmem) {
         return in_job(n, heap, f).map_err(|e| format!("{n} PEs (processes): {e}").into());
     }
     Threads::new(n).config(config(heap)).run(f).map_err(|e| format!("{n} PEs: {e}").into())

@@ -223,91 +223,97 @@ pub unsafe extern "ptx-kernel" fn probe_iput_block(
     shmem::iput_block(dest, src, dst as isize, sst as isize, n as usize, pe);
 }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_team_barrier(team: u32) {
-    shmem::barrier(shmem::Team(team));
-}
+/// Team and collective probes: not on the NVSHMEM engine yet.
+#[cfg(not(gpushmem_nvshmem))]
+mod team_probes {
+    use super::*;
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_reduce_block_f32(team: u32, dest: *mut f32, src: *const f32, n: u64, op: u32) {
-    shmem::reduce_block(
-        shmem::Team(team),
-        dest,
-        src,
-        n as usize,
-        shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
-    );
-}
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_team_barrier(team: u32) {
+        shmem::barrier(shmem::Team(team));
+    }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_fcollect_warp(team: u32, dest: *mut u8, src: *const u8, n: u64) {
-    shmem::fcollect_warp(shmem::Team(team), dest, src, n as usize);
-}
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_reduce_block_f32(team: u32, dest: *mut f32, src: *const f32, n: u64, op: u32) {
+        shmem::reduce_block(
+            shmem::Team(team),
+            dest,
+            src,
+            n as usize,
+            shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
+        );
+    }
 
-// Teams and collectives (issue 5).
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_fcollect_warp(team: u32, dest: *mut u8, src: *const u8, n: u64) {
+        shmem::fcollect_warp(shmem::Team(team), dest, src, n as usize);
+    }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_team_sync_warp(team: u32) {
-    shmem::team_sync_warp(shmem::Team(team));
-}
+    // Teams and collectives (issue 5).
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_broadcast_block(team: u32, dest: *mut u32, src: *const u32, n: u64, root: u32) {
-    shmem::broadcast_block(shmem::Team(team), dest, src, n as usize, root);
-}
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_team_sync_warp(team: u32) {
+        shmem::team_sync_warp(shmem::Team(team));
+    }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_alltoall_block(team: u32, dest: *mut u64, src: *const u64, n: u64) {
-    shmem::alltoall_block(shmem::Team(team), dest, src, n as usize);
-}
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_broadcast_block(team: u32, dest: *mut u32, src: *const u32, n: u64, root: u32) {
+        shmem::broadcast_block(shmem::Team(team), dest, src, n as usize, root);
+    }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_reduce_f16(
-    team: u32,
-    dest: *mut shmem::F16,
-    src: *const shmem::F16,
-    n: u64,
-    op: u32,
-) {
-    shmem::reduce(
-        shmem::Team(team),
-        dest,
-        src,
-        n as usize,
-        shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
-    );
-}
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_alltoall_block(team: u32, dest: *mut u64, src: *const u64, n: u64) {
+        shmem::alltoall_block(shmem::Team(team), dest, src, n as usize);
+    }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_reduce_warp_bf16(
-    team: u32,
-    dest: *mut shmem::Bf16,
-    src: *const shmem::Bf16,
-    n: u64,
-    op: u32,
-) {
-    shmem::reduce_warp(
-        shmem::Team(team),
-        dest,
-        src,
-        n as usize,
-        shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
-    );
-}
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_reduce_f16(
+        team: u32,
+        dest: *mut shmem::F16,
+        src: *const shmem::F16,
+        n: u64,
+        op: u32,
+    ) {
+        shmem::reduce(
+            shmem::Team(team),
+            dest,
+            src,
+            n as usize,
+            shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
+        );
+    }
 
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn probe_reducescatter_block_i32(
-    team: u32,
-    dest: *mut i32,
-    src: *const i32,
-    n: u64,
-    op: u32,
-) {
-    shmem::reducescatter_block(
-        shmem::Team(team),
-        dest,
-        src,
-        n as usize,
-        shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
-    );
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_reduce_warp_bf16(
+        team: u32,
+        dest: *mut shmem::Bf16,
+        src: *const shmem::Bf16,
+        n: u64,
+        op: u32,
+    ) {
+        shmem::reduce_warp(
+            shmem::Team(team),
+            dest,
+            src,
+            n as usize,
+            shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
+        );
+    }
+
+    #[no_mangle]
+    pub unsafe extern "ptx-kernel" fn probe_reducescatter_block_i32(
+        team: u32,
+        dest: *mut i32,
+        src: *const i32,
+        n: u64,
+        op: u32,
+    ) {
+        shmem::reducescatter_block(
+            shmem::Team(team),
+            dest,
+            src,
+            n as usize,
+            shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum),
+        );
+    }
 }
