@@ -234,7 +234,13 @@ mod team_probes {
     }
 
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn probe_reduce_block_f32(team: u32, dest: *mut f32, src: *const f32, n: u64, op: u32) {
+    pub unsafe extern "ptx-kernel" fn probe_reduce_block_f32(
+        team: u32,
+        dest: *mut f32,
+        src: *const f32,
+        n: u64,
+        op: u32,
+    ) {
         shmem::reduce_block(
             shmem::Team(team),
             dest,
@@ -257,7 +263,13 @@ mod team_probes {
     }
 
     #[no_mangle]
-    pub unsafe extern "ptx-kernel" fn probe_broadcast_block(team: u32, dest: *mut u32, src: *const u32, n: u64, root: u32) {
+    pub unsafe extern "ptx-kernel" fn probe_broadcast_block(
+        team: u32,
+        dest: *mut u32,
+        src: *const u32,
+        n: u64,
+        root: u32,
+    ) {
         shmem::broadcast_block(shmem::Team(team), dest, src, n as usize, root);
     }
 
