@@ -56,6 +56,9 @@ pub struct Module {
     owner: Owner,
     /// Every `.entry` of the PTX, loaded at module load.
     kernels: HashMap<String, CudaFunction>,
+    /// On the NVSHMEM engine: keeps the module registered with NVSHMEM while
+    /// it or any of its kernels lives.
+    nvshmem: Option<Arc<crate::nvshmem::Registration>>,
 }
 
 /// A kernel (`extern "ptx-kernel" fn`) of a [`Module`], ready to launch.
@@ -65,6 +68,8 @@ pub struct Kernel {
     pub(crate) name: String,
     /// The `Shmem` whose module it is: only that one may launch it.
     pub(crate) owner: Owner,
+    /// As [`Module`]'s: the module stays registered with NVSHMEM while a kernel of it lives.
+    _nvshmem: Option<Arc<crate::nvshmem::Registration>>,
 }
 
 impl Kernel {
@@ -89,7 +94,7 @@ impl Module {
         ptx: &str,
         cubin: Option<&[u8]>,
         state: &State,
-        nvshmem: Option<&crate::nvshmem::Runtime>,
+        nvshmem: Option<&Arc<crate::nvshmem::Runtime>>,
     ) -> Result<Module> {
         let err = |why: String| Error::Module { name: name.to_string(), why };
         let prebuilt = cubin.filter(|c| !c.is_empty()).and_then(|c| {
@@ -139,8 +144,8 @@ impl Module {
         }
         // A module built for the NVSHMEM engine holds NVSHMEM's device state, which
         // only NVSHMEM's runtime can fill; one built for the native engine has none.
-        match (crate::nvshmem::module_nvshmem_version(&inner, stream)?, nvshmem) {
-            (None, _) => {}
+        let registration = match (crate::nvshmem::module_nvshmem_version(&inner, stream)?, nvshmem) {
+            (None, _) => None,
             (Some(v), Some(rt)) => {
                 let Some(f) = kernels.values().next() else {
                     return Err(err("holds NVSHMEM device code but no kernel".into()));
@@ -150,7 +155,7 @@ impl Module {
                 unsafe { cudarc::driver::sys::cuFuncGetModule(&mut module, f.cu_function()) }
                     .result()
                     .map_err(|e| err(format!("cuFuncGetModule: {e}")))?;
-                rt.module_init(name, module, v)?;
+                Some(Arc::new(rt.module_init(name, &inner, module, v, stream)?))
             }
             (Some((a, b, c)), None) => {
                 return Err(err(format!(
@@ -159,20 +164,24 @@ impl Module {
                      without GPUSHMEM_ENGINE=nvshmem"
                 )))
             }
-        }
-        Ok(Module { inner, name: name.to_string(), owner, kernels })
+        };
+        Ok(Module { inner, name: name.to_string(), owner, kernels, nvshmem: registration })
     }
 
     /// The kernel `name` of this module.
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         if let Some(f) = self.kernels.get(name) {
-            return Ok(Kernel { func: f.clone(), name: name.to_string(), owner: self.owner });
+            return Ok(self.wrap(f.clone(), name));
         }
         let func = self.inner.load_function(name).map_err(|e| Error::Module {
             name: self.name.clone(),
             why: format!("no kernel `{name}` ({e}); is it `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn {name}`?"),
         })?;
-        Ok(Kernel { func, name: name.to_string(), owner: self.owner })
+        Ok(self.wrap(func, name))
+    }
+
+    fn wrap(&self, func: CudaFunction, name: &str) -> Kernel {
+        Kernel { func, name: name.to_string(), owner: self.owner, _nvshmem: self.nvshmem.clone() }
     }
 
     /// The name it was loaded under.

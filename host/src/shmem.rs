@@ -164,7 +164,7 @@ impl Shmem {
             BUILTIN_PTX,
             Some(BUILTIN_CUBIN),
             &state,
-            nvshmem.as_deref(),
+            nvshmem.as_ref(),
         )?;
         boot.barrier()?;
         log::trace!("PE {me}: init complete");
@@ -378,7 +378,7 @@ impl Shmem {
     pub fn load_module_prebuilt(&self, name: &str, ptx: &str, cubin: &[u8]) -> Result<Module> {
         let state = self.device_state();
         let m =
-            Module::load(self.owner, &self.ctx, &self.stream, name, ptx, Some(cubin), &state, self.nvshmem.as_deref());
+            Module::load(self.owner, &self.ctx, &self.stream, name, ptx, Some(cubin), &state, self.nvshmem.as_ref());
         // Arrive even on failure, so the others are not left waiting for this PE.
         let arrived = self.bootstrap.barrier();
         let m = m?;

@@ -170,8 +170,12 @@ pub fn run_with_timeout(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let text = std::fs::read_to_string(&out_path).unwrap_or_default();
+    let mut text = std::fs::read_to_string(&out_path).unwrap_or_default();
     let _ = std::fs::remove_file(&out_path);
+    if !status.success() {
+        // A job that died without a word (a device crash) still says how it ended.
+        text.push_str(&format!("[{} ended: {status}]\n", cmd.get_program().to_string_lossy()));
+    }
     Ok((status.success(), text, start.elapsed()))
 }
 

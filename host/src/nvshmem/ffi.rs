@@ -84,6 +84,7 @@ pub(crate) struct Lib {
     pub free: unsafe extern "C" fn(*mut c_void),
     pub ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
     pub cumodule_init: unsafe extern "C" fn(cudarc::driver::sys::CUmodule) -> c_int,
+    pub cumodule_finalize: unsafe extern "C" fn(cudarc::driver::sys::CUmodule) -> c_int,
     pub vendor_version: unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int),
     _lib: libloading::Library,
 }
@@ -133,6 +134,7 @@ impl Lib {
             free: sym(&lib, &path, "nvshmem_free")?,
             ptr: sym(&lib, &path, "nvshmem_ptr")?,
             cumodule_init: sym(&lib, &path, "nvshmemx_cumodule_init")?,
+            cumodule_finalize: sym(&lib, &path, "nvshmemx_cumodule_finalize")?,
             vendor_version: sym(&lib, &path, "nvshmemx_vendor_get_version_info")?,
             path,
             _lib: lib,

@@ -16,13 +16,16 @@
 //! - One PE per process: NVSHMEM has no PEs-as-threads mode.
 
 mod ffi;
+mod registration;
+
+pub(crate) use registration::Registration;
 
 use crate::bootstrap::Bootstrap;
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaContext};
 use ffi::{InitAttr, Lib, UniqueId, INIT_WITH_UNIQUEID};
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Which engine moves the data: chosen once per job (`GPUSHMEM_ENGINE`), the
 /// same at build time (kernels) and run time (host).
@@ -52,11 +55,24 @@ impl Engine {
 /// version its device code came from (`nvshmemi_version_t`: major, minor, patch).
 const DEVICE_VERSION_SYMBOL: &str = "nvshmemi_device_lib_version_d";
 
+/// The global of such a module that holds NVSHMEM's device state.
+const DEVICE_STATE_SYMBOL: &str = "nvshmemi_device_state_d";
+
 /// One PE's NVSHMEM runtime: initialised, with the symmetric heap allocated.
 /// Dropping it frees the heap and finalises NVSHMEM.
 pub(crate) struct Runtime {
     lib: Lib,
     heap: *mut c_void,
+    /// This PE and the job size, as gpushmem's launcher and NVSHMEM agree.
+    me: usize,
+    n: usize,
+    /// Made current before module (de)registration, which reads module globals.
+    ctx: Arc<CudaContext>,
+    /// Modules registered with `nvshmemx_cumodule_init` and not yet
+    /// deregistered (`CUmodule` handles): NVSHMEM writes its device state into
+    /// each of them whenever that state changes, so each must be deregistered
+    /// before it is unloaded (see [`Registration`]).
+    modules: Mutex<Vec<usize>>,
 }
 
 // SAFETY: the raw heap pointer is a device address, only passed back to NVSHMEM; the
@@ -113,7 +129,7 @@ impl Runtime {
                 ),
             });
         }
-        Ok(Runtime { lib, heap })
+        Ok(Runtime { lib, heap, me, n, ctx: ctx.clone(), modules: Mutex::new(Vec::new()) })
     }
 
     /// The symmetric heap's device address on this PE.
@@ -130,34 +146,75 @@ impl Runtime {
 
     /// Prepares a loaded module that holds NVSHMEM device code (its NVSHMEM
     /// version is `device`, see [`module_nvshmem_version`]): checks that
-    /// version against the host library's, then runs `nvshmemx_cumodule_init`
-    /// on `module`.
-    pub fn module_init(&self, name: &str, module: sys::CUmodule, device: (i32, i32, i32)) -> Result<()> {
+    /// version against the host library's, runs `nvshmemx_cumodule_init` on
+    /// `handle` (the `CUmodule` of `module`), then reads the device state back
+    /// from the module and checks that it names this PE and job size. The
+    /// returned [`Registration`] deregisters the module when dropped; keep it
+    /// as long as the module is loaded.
+    pub fn module_init(
+        self: &Arc<Self>,
+        name: &str,
+        module: &Arc<cudarc::driver::CudaModule>,
+        handle: sys::CUmodule,
+        device: (i32, i32, i32),
+        stream: &Arc<cudarc::driver::CudaStream>,
+    ) -> Result<Registration> {
+        let err = |why: String| Error::Module { name: name.into(), why };
         let host = self.lib.version();
         if device != host {
-            return Err(Error::Module {
-                name: name.into(),
-                why: format!(
-                    "its kernels were linked with NVSHMEM {}.{}.{}'s device library, but the host library {} is \
-                     NVSHMEM {}.{}.{}: build the kernels against the NVSHMEM you run with (NVSHMEM_HOME at build time)",
-                    device.0,
-                    device.1,
-                    device.2,
-                    self.lib.path.display(),
-                    host.0,
-                    host.1,
-                    host.2
-                ),
-            });
+            return Err(err(format!(
+                "its kernels were linked with NVSHMEM {}.{}.{}'s device library, but the host library {} is \
+                 NVSHMEM {}.{}.{}: build the kernels against the NVSHMEM you run with (NVSHMEM_HOME at build time)",
+                device.0,
+                device.1,
+                device.2,
+                self.lib.path.display(),
+                host.0,
+                host.1,
+                host.2
+            )));
         }
         // SAFETY: a loaded module of the current context holding NVSHMEM's device globals.
-        check(unsafe { (self.lib.cumodule_init)(module) }, "nvshmemx_cumodule_init")
-            .map_err(|e| Error::Module { name: name.into(), why: e.to_string() })
+        check(unsafe { (self.lib.cumodule_init)(handle) }, "nvshmemx_cumodule_init").map_err(|e| err(e.to_string()))?;
+        self.modules.lock().unwrap_or_else(|p| p.into_inner()).push(handle as usize);
+        // From here on, dropping the registration deregisters the module.
+        let reg = Registration::new(self, handle, module.clone());
+        let (mype, npes) = module_state_pes(module, stream)?;
+        if (mype, npes) != (self.me as i32, self.n as i32) {
+            return Err(err(format!(
+                "after nvshmemx_cumodule_init its NVSHMEM device state names PE {mype} of {npes}, but this is PE {} of \
+                 {}: NVSHMEM did not install its state into the module",
+                self.me, self.n
+            )));
+        }
+        Ok(reg)
+    }
+
+    /// `nvshmemx_cumodule_finalize` on `handle` if it is still registered
+    /// (NVSHMEM stops writing its device state into it).
+    fn deregister(&self, handle: usize) {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = modules.iter().position(|&m| m == handle) else { return };
+        modules.swap_remove(i);
+        if let Err(e) = self.ctx.bind_to_thread() {
+            log::warn!("PE {}: deregistering a module from NVSHMEM: cuCtxSetCurrent: {e}", self.me);
+        }
+        // SAFETY: `handle` is a module registered by `module_init` and still loaded: its
+        // `Registration` (which keeps it loaded) or this runtime's drop is calling.
+        let status = unsafe { (self.lib.cumodule_finalize)(handle as sys::CUmodule) };
+        if status != 0 {
+            log::warn!("PE {}: nvshmemx_cumodule_finalize failed with status {status}", self.me);
+        }
     }
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // Modules still loaded (a Kernel kept past its Shmem) leave NVSHMEM's list first.
+        let left: Vec<usize> = self.modules.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        for handle in left {
+            self.deregister(handle);
+        }
         // SAFETY: the heap came from nvshmem_malloc; both calls are collective,
         // and every PE drops its runtime at finalize.
         unsafe {
@@ -182,6 +239,25 @@ pub(crate) fn module_nvshmem_version(
         .map_err(|source| Error::Cuda { call: format!("reading {DEVICE_VERSION_SYMBOL}"), source })?;
     let int = |i: usize| i32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap_or_default());
     Ok(Some((int(0), int(1), int(2))))
+}
+
+/// The `mype` and `npes` fields of the NVSHMEM device state in `module`
+/// (`nvshmemi_device_state_d`, NVSHMEM 3's `nvshmemi_device_host_state_t`:
+/// `int version, mype, npes` first).
+fn module_state_pes(
+    module: &Arc<cudarc::driver::CudaModule>,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<(i32, i32)> {
+    let global = module
+        .get_global(DEVICE_STATE_SYMBOL, stream)
+        .map_err(|source| Error::Cuda { call: format!("cuModuleGetGlobal({DEVICE_STATE_SYMBOL})"), source })?;
+    let head = global.slice(0..12.min(global.len()));
+    let bytes = stream
+        .clone_dtoh(&head)
+        .map_err(|source| Error::Cuda { call: format!("reading {DEVICE_STATE_SYMBOL}"), source })?;
+    let int =
+        |i: usize| bytes.get(4 * i..4 * i + 4).map_or(-1, |b| i32::from_le_bytes(b.try_into().unwrap_or_default()));
+    Ok((int(1), int(2)))
 }
 
 /// NVSHMEM settings gpushmem gives a default where the user set none: a heap
