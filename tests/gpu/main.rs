@@ -170,7 +170,9 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
 fn gpu_tests() -> Vec<Test> {
     let mut t = vec![
         test("smoke::pattern_roundtrip", smoke::smoke_pattern),
-        test("smoke::state_installed", smoke::state_installed),
+        test("smoke::state_installed", || smoke::state_installed(1)),
+        test("smoke::state_installed_2pe", || smoke::state_installed(2)),
+        test("smoke::state_installed_4pe", || smoke::state_installed(4)),
         test("errors::host_bad_inputs", errors::host_bad_inputs),
         test("errors::kernel_of_another_pe", errors::kernel_of_another_pe),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),
@@ -291,7 +293,20 @@ fn trials() -> Vec<Trial> {
     let variants = process_variants(&tests);
     let mut t: Vec<Trial> = Vec::new();
     if !all_as_processes() {
-        t.extend(tests.into_iter().map(|(name, f)| Trial::test(name, move || f())));
+        // NVSHMEM has one PE per process: there a multi-PE test runs only as
+        // its process variant (GPUSHMEM_TEST_ALL_AS_PROCESSES=1).
+        let nvshmem = common::engine() == gpushmem::Engine::Nvshmem;
+        t.extend(tests.into_iter().map(|(name, f)| {
+            let threads_only = nvshmem && pes_in_name(&name).is_some_and(|n| n >= 2);
+            let trial = Trial::test(name, move || f());
+            if threads_only {
+                trial
+                    .with_kind("PEs as threads: NVSHMEM engine runs it with GPUSHMEM_TEST_ALL_AS_PROCESSES=1")
+                    .with_ignored_flag(true)
+            } else {
+                trial
+            }
+        }));
     }
     for (name, n) in variants {
         let label = format!("{name}::as_{n}_processes");

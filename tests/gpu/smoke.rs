@@ -34,20 +34,25 @@ pub fn smoke_pattern() -> TestResult {
 /// The device sees the state the host installed: version, PE numbers, heap,
 /// peer table — in every one of two modules loaded at once, each checked
 /// (the output poisoned first, so that an unwritten word fails even where the
-/// state's value is 0, such as PE 0's number).
-pub fn state_installed() -> TestResult {
+/// state's value is 0, such as PE 0's number); then again after both were
+/// dropped and two more loaded (on the NVSHMEM engine a module unloaded while
+/// still registered with NVSHMEM once left the next one with `n_pes() == 0`).
+/// `n` PEs.
+pub fn state_installed(n: usize) -> TestResult {
     const POISON: u64 = 0xDEAD_BEEF_DEAD_BEEF;
-    for n in [1usize, 2, 4] {
+    {
         let rows = threads(n, 8 << 20, |shmem| {
-            // Two modules at once: each gets the state.
-            let modules = [kernels(shmem)?, kernels(shmem)?];
             let stream = shmem.stream();
             let mut got = Vec::new();
-            for m in &modules {
-                let out = stream.clone_htod(&vec![POISON; 5 + n]).cu("htod")?;
-                unsafe { shmem.launch(&m.kernel("state_probe")?, one_block(32), (dptr(&out, stream),))? };
-                shmem.synchronize()?;
-                got.push(stream.clone_dtoh(&out).cu("dtoh")?);
+            for _round in 0..2 {
+                // Two modules at once: each gets the state.
+                let modules = [kernels(shmem)?, kernels(shmem)?];
+                for m in &modules {
+                    let out = stream.clone_htod(&vec![POISON; 5 + n]).cu("htod")?;
+                    unsafe { shmem.launch(&m.kernel("state_probe")?, one_block(32), (dptr(&out, stream),))? };
+                    shmem.synchronize()?;
+                    got.push(stream.clone_dtoh(&out).cu("dtoh")?);
+                }
             }
             let s = shmem.device_state();
             let mut want = vec![s.version as u64, s.my_pe as u64, s.n_pes as u64, s.heap_base, s.heap_size];
@@ -55,8 +60,8 @@ pub fn state_installed() -> TestResult {
             Ok((got, want))
         })?;
         for (pe, (got, want)) in rows.iter().enumerate() {
-            if got.len() != 2 {
-                return Err(format!("{n} PEs, PE {pe}: {} modules probed, want 2", got.len()).into());
+            if got.len() != 4 {
+                return Err(format!("{n} PEs, PE {pe}: {} modules probed, want 4", got.len()).into());
             }
             if want.len() != 5 + n || want[1] != pe as u64 || want[2] != n as u64 {
                 return Err(format!("{n} PEs, PE {pe}: the host's own state is off: {want:x?}").into());
