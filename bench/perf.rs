@@ -4,6 +4,17 @@
 //! `--reps` timed runs after `--warmup` runs, timed with CUDA events on the
 //! measuring PE's stream; host figures are wall-clock medians.
 //!
+//! Engines: the kernels are built for the engine `GPUSHMEM_ENGINE` names at
+//! build time (`GPUSHMEM_ENGINE=nvshmem cargo build --release --bin
+//! gpushmem-perf --target-dir target/nvshmem`: linked with NVSHMEM's device
+//! library, see docs/multinode.md), and the host runs on the same one
+//! (`GPUSHMEM_ENGINE` at run time may be unset or must name it). The NVSHMEM
+//! engine has one PE per process, so there every job is this process's one PE:
+//! `--one-pe` is implied, `all` runs only the one-PE subcommands (the others are
+//! listed as skipped), and naming one without a one-PE form is refused. The
+//! engine, the NVSHMEM version and the shape are printed first and written into
+//! the CSV (a first `# gpushmem-perf engine=… one_pe=…` line) and the JSON.
+//!
 //! ```text
 //! gpushmem-perf [SUBCOMMAND ...] [OPTIONS]          (no subcommand = all)
 //! gpushmem-perf plot RESULTS.csv --png FILE          (re-plot a CSV; needs no GPU)
@@ -66,15 +77,25 @@
 //!   up `--npes` (8) PEs with a 1 GiB + 64 MiB heap each, and of a collective
 //!   1 GiB malloc / calloc (slowest PE).
 //!
+//! `--one-pe` (always on the NVSHMEM engine): the one-PE forms, the shapes of
+//! NVSHMEM's one-PE program bench/nvshmem/perf.cu: `put-bw`/`get-bw` move S bytes
+//! between two buffers of PE 0's heap (to / from PE 0 itself; `cuMemcpy` the same
+//! copy); `pingpong` → `put_signal_pingpong` and `signal_pingpong` [8] between two
+//! blocks of PE 0 (`pingpong-blocks` modes 0 and 7); `barrier` and `init` on 1 PE
+//! [size 1]. `pingpong-blocks` and `pingpong-placement` are one PE anyway;
+//! `latency`, `scopes`, `atomic` and `collective` have no one-PE form.
+//!
 //! Options: `--min-size`/`--max-size BYTES` (8 / 1g), `--scope thread,warp,block|all`
-//! (block), `--grid N`, `--block N`, `--iters N` (1), `--reps N` (10), `--warmup N`
-//! (3), `--pes LIST` (2,4,8), `--npes N` (8), `--coll-max-size BYTES` (64m);
-//! output: the table on stdout always, `--csv FILE` (`test,size,gpushmem,baseline,unit`),
+//! (block), `--grid N`, `--max-grid N` (4224; 1056 is NVSHMEM's rule), `--block N`,
+//! `--iters N` (1), `--reps N` (10), `--warmup N`
+//! (3), `--pes LIST` (2,4,8), `--npes N` (8), `--coll-max-size BYTES` (64m), `--one-pe`;
+//! output: the header and the table on stdout always, `--csv FILE` (`test,size,gpushmem,baseline,unit`
+//! after the `# gpushmem-perf …` line),
 //! `--json FILE`, `--png FILE` (bandwidth against size of every `*_bw_*` test and
 //! its baseline). A progress bar on stderr while sweeps run, when stderr is a
 //! terminal or `GPUSHMEM_PROGRESS=1`. A failing subcommand is reported with its
-//! name and the others still run; the exit status is then 1 (2 for bad usage or
-//! no GPU).
+//! name and the others still run; the exit status is then 1 (2 for bad usage,
+//! an engine mismatch or no GPU).
 
 #[path = "perf/atomic.rs"]
 mod atomic;
@@ -84,6 +105,8 @@ mod bandwidth;
 mod collective;
 #[path = "perf/common.rs"]
 mod common;
+#[path = "perf/engine.rs"]
+mod engine;
 #[path = "perf/font.rs"]
 mod font;
 #[path = "perf/init.rs"]
@@ -142,6 +165,29 @@ fn write_png(path: &str, rows: &[Row]) -> bool {
     }
 }
 
+/// Heap per PE that subcommand `name` asks for with `o`.
+fn heap_of(name: &str, o: &opts::Opts) -> u64 {
+    match name {
+        "put-bw" | "get-bw" => bandwidth::heap(o),
+        "init" => init::HEAP,
+        _ => latency::HEAP,
+    }
+}
+
+/// On the NVSHMEM engine every job initialises NVSHMEM anew in this process,
+/// and gpushmem sets `NVSHMEM_SYMMETRIC_SIZE` from the first job's heap only
+/// where it is unset: set it here, before the first job, for the largest heap
+/// of this run (+ 512 MiB, gpushmem's margin), so that no later job outgrows
+/// it. A value the user set stays (a too small one fails naming it).
+fn nvshmem_heap(o: &opts::Opts) {
+    const VAR: &str = "NVSHMEM_SYMMETRIC_SIZE";
+    if std::env::var_os(VAR).is_none() {
+        let need = o.what.iter().map(|w| heap_of(w, o)).max().unwrap_or(latency::HEAP);
+        std::env::set_var(VAR, (need + (512 << 20)).to_string());
+    }
+    println!("gpushmem-perf: {VAR}={}", std::env::var(VAR).unwrap_or_default());
+}
+
 fn main() -> ExitCode {
     // Jobs of 2 to 8 PEs as threads run one after another in this process, and
     // the first CUDA context fixes the hardware queue count: size it for the
@@ -171,6 +217,32 @@ fn main() -> ExitCode {
         let ok = write_png(o.png.as_deref().unwrap_or_default(), &rows);
         return if ok { ExitCode::SUCCESS } else { ExitCode::from(1) };
     }
+    // The engine: the kernels' (GPUSHMEM_ENGINE at run time unset or the same).
+    let engine = match engine::resolve() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("gpushmem-perf: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut o = o;
+    if let Err(e) = o.for_engine(engine) {
+        eprintln!("gpushmem-perf: {e}");
+        return ExitCode::from(2);
+    }
+    let meta = output::Meta {
+        engine: engine::name(engine),
+        nvshmem: if engine == gpushmem::Engine::Nvshmem { engine::KERNELS_NVSHMEM } else { None },
+        one_pe: o.one_pe,
+        max_grid: o.max_grid,
+        reps: o.reps,
+        warmup: o.warmup,
+        skipped: o.skipped.clone(),
+    };
+    print!("{}", meta.header());
+    if engine == gpushmem::Engine::Nvshmem {
+        nvshmem_heap(&o);
+    }
     if let Err(e) = gpushmem::gpu_available() {
         eprintln!("gpushmem-perf: {e}");
         eprintln!("gpushmem-perf: this tool needs an NVIDIA GPU and its driver; nothing was measured");
@@ -190,10 +262,10 @@ fn main() -> ExitCode {
     print!("{}", output::table(&rows));
     let mut ok = errors.is_empty();
     if let Some(path) = &o.csv {
-        ok &= write_file(path, output::csv(&rows).as_bytes());
+        ok &= write_file(path, output::csv(&rows, &meta).as_bytes());
     }
     if let Some(path) = &o.json {
-        ok &= write_file(path, output::json(&rows, &args, &errors).as_bytes());
+        ok &= write_file(path, output::json(&rows, &meta, &args, &errors).as_bytes());
     }
     if let Some(path) = &o.png {
         ok &= write_png(path, &rows);

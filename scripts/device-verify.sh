@@ -14,6 +14,11 @@
 # ping-pong: library put_signal, hand-written release/acquire, library signal_op),
 # nvshmem-engine (the ring, moe and halo examples built for the NVSHMEM engine,
 # as 1 PE and as 2 processes; not in the default set),
+# engine-perf (issue 16: the one-PE benchmarks side by side, each in two interleaved rounds:
+# gpushmem-perf on the native engine, gpushmem-perf-nvshmem on the NVSHMEM engine, and NVSHMEM's
+# own bench/nvshmem/perf.cu; put/get bandwidth 8 B-1 GiB with the memcpy baseline, put_signal and
+# signal ping-pong, barrier on 1 PE, init; CSVs and bench/compare.py's three-way tables in the
+# logs, round 1's brief table printed; about 1-2 minutes, at most ~300 s; not in the default set),
 # sanitize (compute-sanitizer memcheck, racecheck and synccheck over the
 # quick-mode suite, scripts/sanitize.sh; not in the default set: it needs
 # about 7 minutes of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
@@ -114,6 +119,55 @@ if has nvshmem; then
   nvshmem_step nvshmem 120 /tmp/nvb/run-nvshmem-perf pingpong --csv "$logs/nvshmem.csv"
   nvshmem_step nvshmem-barrier 60 /tmp/nvb/run-nvshmem-perf barrier --csv "$logs/nvshmem-barrier.csv"
   nvshmem_step nvshmem-placement 120 /tmp/nvb/run-nvshmem-perf pingpong-placement --csv "$logs/nvshmem-placement.csv"
+fi
+# The NVSHMEM engine side by side (issue 16, one GPU): the same one-PE shapes on all three sides
+# (--one-pe: put/get between two buffers of PE 0's heap, ping-pong between two blocks of PE 0,
+# barrier and init on 1 PE; default bandwidth grid capped at 1056 blocks, nvshmem-perf's rule),
+# medians of 20 timed runs after 5 warm-up runs. Two rounds, the three programs interleaved, so
+# the run-to-run spread shows beside the differences (device/METHOD.md); round 2 is left out when
+# round 1 took over 150 s, to keep the part under ~300 s.
+if has engine-perf; then
+  t_ep=$SECONDS
+  [ -n "${dmon:-}" ] || { nvidia-smi dmon -s pc -d 1 >"$logs/dmon.log" 2>&1 & dmon=$!; }
+  ep=(put-bw get-bw pingpong barrier init --one-pe --max-grid 1056 --reps 20 --warmup 5)
+  if [ ! -x /tmp/nvb/run-nvshmem-perf ]; then
+    if [ -f ../../bench/nvshmem/build.sh ]; then
+      step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb
+    else
+      echo "verify nvshmem-build: not run: ../../bench/nvshmem/build.sh not found (run from stage/bin of a checkout)"; rc=1
+    fi
+  fi
+  for round in 1 2; do
+    if [ "$round" -eq 2 ] && [ $((SECONDS - t_ep)) -gt 150 ]; then
+      echo "verify engine-perf: round 2 left out: round 1 took $((SECONDS - t_ep)) s"; break
+    fi
+    step "engine-perf-native-$round" 90 ./gpushmem-perf "${ep[@]}" \
+      --csv "$logs/engine-perf-native-$round.csv" --json "$logs/engine-perf-native-$round.json"
+    if [ -x ./gpushmem-perf-nvshmem ]; then
+      step "engine-perf-nvshmem-engine-$round" 120 env GPUSHMEM_ENGINE=nvshmem ./gpushmem-perf-nvshmem "${ep[@]}" \
+        --csv "$logs/engine-perf-nvshmem-engine-$round.csv" --json "$logs/engine-perf-nvshmem-engine-$round.json"
+    else
+      echo "verify engine-perf-nvshmem-engine-$round: not run: gpushmem-perf-nvshmem was not staged (scripts/device.sh)"; rc=1
+    fi
+    nvshmem_step "engine-perf-nvshmem-cpp-$round" 60 /tmp/nvb/run-nvshmem-perf all --reps 20 --warmup 5 \
+      --csv "$logs/engine-perf-nvshmem-cpp-$round.csv"
+    files=("$logs/engine-perf-native-$round.csv" "$logs/engine-perf-nvshmem-engine-$round.csv" "$logs/engine-perf-nvshmem-cpp-$round.csv")
+    missing=""
+    for f in "${files[@]}"; do [ -f "$f" ] || missing="$missing ${f##*/}"; done
+    if [ -z "$missing" ]; then
+      python3 ../../bench/compare.py "${files[@]}" >"$logs/engine-perf-compare-$round.txt" 2>&1 || rc=1
+      python3 ../../bench/compare.py "${files[@]}" --markdown >"$logs/engine-perf-compare-$round.md" 2>&1
+    else
+      echo "verify engine-perf-compare-$round: not made: missing$missing"; rc=1
+    fi
+  done
+  echo "verify engine-perf: $((SECONDS - t_ep)) s; CSVs, logs and engine-perf-compare-{1,2}.{txt,md} in $logs"
+  if [ -f "$logs/engine-perf-native-1.csv" ] && [ -f "$logs/engine-perf-nvshmem-engine-1.csv" ] &&
+    [ -f "$logs/engine-perf-nvshmem-cpp-1.csv" ]; then
+    echo "=== engine-perf round 1 (bench/compare.py --brief; every size in engine-perf-compare-1.txt) ==="
+    python3 ../../bench/compare.py --brief "$logs/engine-perf-native-1.csv" "$logs/engine-perf-nvshmem-engine-1.csv" \
+      "$logs/engine-perf-nvshmem-cpp-1.csv"
+  fi
 fi
 [ -n "${dmon:-}" ] && kill "$dmon" 2>/dev/null
 if has ncu; then

@@ -39,6 +39,12 @@ if GPUSHMEM_ENGINE=nvshmem cargo build --release --examples --quiet --target-dir
 else
   echo "device.sh: the NVSHMEM-engine build of the examples failed; not staged" >&2
 fi
+# gpushmem-perf with its kernels built for the NVSHMEM engine (its one-PE benchmarks), as gpushmem-perf-nvshmem.
+if GPUSHMEM_ENGINE=nvshmem cargo build --release --bin gpushmem-perf --quiet --target-dir target/nvshmem; then
+  cp target/nvshmem/release/gpushmem-perf .stage-bin/gpushmem-perf-nvshmem
+else
+  echo "device.sh: the NVSHMEM-engine build of gpushmem-perf failed; gpushmem-perf-nvshmem not staged" >&2
+fi
 nvgpu=$(GPUSHMEM_ENGINE=nvshmem cargo test --release --test gpu --no-run --target-dir target/nvshmem --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:

@@ -2,10 +2,11 @@
 //! every final counter value checked on PE 1.
 
 use crate::common::{config, median_ms, module, nothing, BenchResult, Row};
+use crate::engine::job;
 use crate::latency::ITERS;
 use crate::opts::Opts;
 use gpushmem::cudarc::driver::sys::CUdevice_attribute;
-use gpushmem::{LaunchConfig, Shmem, SymSlice, Threads};
+use gpushmem::{LaunchConfig, Shmem, SymSlice};
 
 /// `atomic_add`s per thread per launch in the throughput tests.
 const THROUGHPUT_ITERS: u32 = 64;
@@ -25,7 +26,7 @@ fn check(shmem: &Shmem, test: &str, c: &SymSlice<u64>, want: u64, errors: &mut V
 
 pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     let runs = (o.warmup + o.reps) as u64;
-    let r = Threads::new(2).config(config(256 << 20)).run(|shmem| {
+    let r = job(2, config(256 << 20), |shmem| {
         let sms = shmem
             .context()
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)

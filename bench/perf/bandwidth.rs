@@ -2,24 +2,39 @@
 //! scope; with `--bidir` also both PEs at once, each to / from the other.
 //! The `cuMemcpy` column is `cuMemcpyDtoDAsync` of the same bytes between the
 //! same two PEs' buffers (the peer's through `Shmem::ptr`: a peer copy when
-//! the PEs are on different GPUs).
+//! the PEs are on different GPUs). With `--one-pe` (always on the NVSHMEM
+//! engine) the job is one PE that moves the bytes between two buffers of its
+//! own heap, to / from itself, as NVSHMEM's one-PE program does.
 
 use crate::common::{gbs, human_size, median_ms, median_ms_lined_up, module, nothing, sizes, BenchResult, Row};
+use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
-use gpushmem::{LaunchConfig, Shmem, Threads};
+use gpushmem::{LaunchConfig, Shmem};
 
-/// Blocks of the default grid: one per 64 KiB, 1..=4224. NVSHMEM's put_bw caps
-/// at 1056 (8 × 132 SMs); at 1 GiB on the H200 both libraries copy faster with
-/// 4224 blocks of 256 KiB (ours 96.0% of cuMemcpy against 86.6% at 1056;
-/// NVSHMEM's 95.4% against 82.4%, bench/RESULTS.md), so this tool uses 4224.
-pub fn default_blocks(size: u64) -> u32 {
-    (size / (64 << 10)).clamp(1, 4224) as u32
+/// Blocks of the default grid: one per 64 KiB, 1..=`max` (`--max-grid`,
+/// default 4224). NVSHMEM's put_bw caps at 1056 (8 × 132 SMs); at 1 GiB on
+/// the H200 both libraries copy faster with 4224 blocks of 256 KiB (ours
+/// 96.0% of cuMemcpy against 86.6% at 1056; NVSHMEM's 95.4% against 82.4%,
+/// bench/RESULTS.md), so this tool uses 4224 unless told otherwise.
+pub fn default_blocks(size: u64, max: u32) -> u32 {
+    (size / (64 << 10)).clamp(1, max.max(1) as u64) as u32
+}
+
+/// Bytes of each of the two buffers for `o`'s sizes.
+fn buffer_bytes(o: &Opts) -> u64 {
+    let max = sizes(o.min_size.max(1), o.max_size, 2).last().copied().unwrap_or(16);
+    max.next_multiple_of(16)
+}
+
+/// Heap per PE that `put-bw`/`get-bw` need with `o`: the two buffers and 64 MiB to spare.
+pub fn heap(o: &Opts) -> u64 {
+    2 * buffer_bytes(o) + (64 << 20)
 }
 
 /// The launch shape for `size` bytes.
 fn shape(o: &Opts, size: u64) -> LaunchConfig {
-    let blocks = o.grid.unwrap_or_else(|| default_blocks(size));
+    let blocks = o.grid.unwrap_or_else(|| default_blocks(size, o.max_grid));
     LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (o.block.unwrap_or(1024), 1, 1), shared_mem_bytes: 0 }
 }
 
@@ -46,21 +61,27 @@ fn check_ranges(n: usize) -> Vec<(usize, usize)> {
     }
 }
 
+/// Rows `<op>_bw_<scope>` (and `…_bidir`) for every size and scope of `o`;
+/// `get` picks the operation. Fails if the data check at the largest size does.
 pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
     let op = if get { "get" } else { "put" };
     let list = sizes(o.min_size.max(1), o.max_size, 2);
     let max = *list.last().unwrap_or(&16);
-    let buf = max.next_multiple_of(16) as usize;
+    let buf = buffer_bytes(o) as usize;
     let directions = if o.bidir { 2 } else { 1 };
     let progress = Progress::new(list.len() * o.scopes.len() * directions);
-    let per_pe = Threads::new(2).config(crate::common::config(2 * buf as u64 + (64 << 20))).run(|shmem| {
+    // One PE: to / from itself; two: PE 0 to / from PE 1.
+    let pes = if o.one_pe { 1 } else { 2 };
+    let per_pe = job(pes, crate::common::config(heap(o)), |shmem| {
         let src = shmem.calloc::<u8>(buf)?;
         let dst = shmem.calloc::<u8>(buf)?;
         let m = module(shmem)?;
         let mut rows = Vec::new();
         let mut errors = Vec::new();
+        // The PE that PE 0 puts to / gets from: PE 1, or itself in a one-PE job.
+        let peer_of_0 = pes - 1;
         // Data check at the largest size, once per scope: PE 0 copies `max` bytes of
-        // PATTERN over zeros; the PE that receives them (1 for put, 0 for get) reads them back.
+        // PATTERN over zeros; the PE that receives them (the peer for put, 0 for get) reads them back.
         for &scope in &o.scopes {
             let test = format!("{op}_bw_{}", scope.name());
             let k = m.kernel(&format!("bw_{op}_{}", scope.name()))?;
@@ -69,10 +90,12 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
             shmem.barrier_all()?;
             if shmem.my_pe() == 0 {
                 // SAFETY: the arguments match `bw_*`; both ranges hold `max` bytes on every PE.
-                unsafe { shmem.launch(&k, shape(o, max), (dst.as_kernel_ptr(), src.as_kernel_ptr(), max, 1u32)) }?;
+                unsafe {
+                    shmem.launch(&k, shape(o, max), (dst.as_kernel_ptr(), src.as_kernel_ptr(), max, peer_of_0 as u32))
+                }?;
             }
             shmem.barrier_all()?;
-            let receiver = if get { 0 } else { 1 };
+            let receiver = if get { 0 } else { peer_of_0 };
             if shmem.my_pe() == receiver {
                 for (start, len) in check_ranges(max as usize) {
                     let got = shmem.read_at(&dst, start, len)?;
@@ -89,7 +112,8 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
                 }
             }
         }
-        let peer = 1 - shmem.my_pe();
+        // PE 0's peer is `peer_of_0`, and PE 1's is PE 0 (with --bidir).
+        let peer = if shmem.my_pe() == 0 { peer_of_0 } else { 0 };
         // The memcpy baseline moves the same bytes between the same buffers as the kernel.
         let (to, from) = if get {
             (dst.as_kernel_ptr(), shmem.ptr(&src, peer)?)

@@ -9,9 +9,10 @@
 //! - alltoall: size = bytes each PE sends to each PE; algbw = n·size / t; busbw = algbw × (n−1)/n.
 
 use crate::common::{config, gbs, human_size, median_ms_lined_up, sizes, BenchResult, Row};
+use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
-use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem, Threads};
+use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem};
 
 /// An element type the allreduce is measured for.
 trait Elem: ReduceType + Send {
@@ -169,7 +170,7 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     let progress = Progress::new(2 * reduce_sizes.len() + 2 * block_sizes.len());
     let heap =
         2 * reduce_sizes.last().copied().unwrap_or(max).max(npes as u64 * block_sizes.last().copied().unwrap_or(0));
-    let r = Threads::new(npes).config(config(heap + (64 << 20))).run(|shmem| {
+    let r = job(npes, config(heap + (64 << 20)), |shmem| {
         let (mut out, mut errors) = (Vec::new(), Vec::new());
         let lead = shmem.my_pe() == 0;
         let show = |what: String| {

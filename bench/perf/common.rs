@@ -6,23 +6,29 @@ use gpushmem::{Config, Module, Shmem};
 const PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS"));
 const CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_BENCH_KERNELS"));
 
-/// Error of a subcommand: a library error or a failed result check.
+/// Error of a subcommand: a library error, an engine error
+/// ([`crate::engine::EngineError`]) or a failed result check.
 pub type BenchError = Box<dyn std::error::Error + Send + Sync>;
+/// Result of a subcommand.
 pub type BenchResult<T> = Result<T, BenchError>;
 
 /// One row of results.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// Test name (the CSV's `test` column).
     pub test: String,
     /// Bytes, PEs or threads, as the test's doc says.
     pub size: u64,
+    /// The figure, in `unit`.
     pub ours: f64,
     /// cuMemcpyDtoDAsync of the same bytes, for bandwidth rows.
     pub baseline: Option<f64>,
+    /// `GB/s`, `us`, `ms (size = PEs)`, …
     pub unit: String,
 }
 
 impl Row {
+    /// A row.
     pub fn new(test: impl Into<String>, size: u64, ours: f64, baseline: Option<f64>, unit: &str) -> Row {
         Row { test: test.into(), size, ours, baseline, unit: unit.into() }
     }
@@ -73,13 +79,18 @@ pub fn median(v: &mut [f64]) -> f64 {
 }
 
 /// [`median_ms`] on `shmem`'s stream with the PEs lined up before each run
-/// by a stream-ordered barrier (every PE calls it: a collective).
+/// by a stream-ordered barrier (every PE calls it: a collective). A job of
+/// one PE has nothing to line up: no barrier then, as NVSHMEM's one-PE
+/// program (bench/nvshmem/perf.cu) times it.
 pub fn median_ms_lined_up(
     shmem: &gpushmem::Shmem,
     o: &crate::opts::Opts,
     f: impl FnMut() -> gpushmem::Result<()>,
 ) -> gpushmem::Result<f64> {
     let s = shmem.stream();
+    if shmem.n_pes() == 1 {
+        return median_ms(s, o.warmup, o.reps, nothing, f);
+    }
     median_ms(s, o.warmup, o.reps, || shmem.barrier_all_on_stream(s), f)
 }
 

@@ -5,14 +5,22 @@
 //! - `malloc_1gib` / `calloc_1gib`: one collective `malloc`/`calloc` of 1 GiB
 //!   per PE (PEs lined up by a host barrier first), slowest PE per sample,
 //!   median over `--reps` samples in each job.
+//!
+//! With `--one-pe` (always on the NVSHMEM engine) the job is one PE; on the
+//! NVSHMEM engine `init` is then `Shmem::init` of this process (NVSHMEM's
+//! initialisation and its `nvshmem_malloc` of the whole heap included), and
+//! `malloc_1gib`/`calloc_1gib` are gpushmem's allocations inside that heap.
 
 use crate::common::{config, median, BenchResult, Row};
+use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
-use gpushmem::Threads;
 use std::time::Instant;
 
 const GIB: usize = 1 << 30;
+
+/// Heap per PE: the 1 GiB allocation and 64 MiB to spare.
+pub const HEAP: u64 = GIB as u64 + (64 << 20);
 
 /// One PE of one job: ms to enter, then ms per malloc and per calloc sample.
 type PeTimes = (f64, Vec<f64>, Vec<f64>);
@@ -21,6 +29,7 @@ fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// Rows `init`, `malloc_1gib`, `calloc_1gib` (size = PEs).
 pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     let jobs = o.reps.clamp(1, 3);
     let progress = Progress::new(jobs);
@@ -28,7 +37,7 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     for _ in 0..jobs {
         progress.start(&format!("init, malloc_1gib, calloc_1gib with {} PEs", o.npes));
         let start = Instant::now();
-        let r: Vec<PeTimes> = Threads::new(o.npes).config(config(GIB as u64 + (64 << 20))).run(|shmem| {
+        let r: Vec<PeTimes> = job(o.npes, config(HEAP), |shmem| {
             let entered = ms_since(start);
             let (mut m, mut c) = (Vec::new(), Vec::new());
             for _ in 0..o.reps {

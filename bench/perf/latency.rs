@@ -1,9 +1,12 @@
 //! `latency` (p, g), `pingpong` (put_signal round trip), `barrier` (barrier_all, sync_all against PEs).
+//! With `--one-pe` (always on the NVSHMEM engine) `pingpong` runs between two
+//! blocks of one PE and `barrier` on 1 PE, the shapes of NVSHMEM's one-PE program.
 
 use crate::common::{config, median_ms, median_ms_lined_up, module, nothing, BenchResult, Row};
+use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
-use gpushmem::{LaunchConfig, Threads};
+use gpushmem::LaunchConfig;
 
 /// Operations per kernel launch of every latency test.
 pub const ITERS: u32 = 10_000;
@@ -16,9 +19,12 @@ fn us_per_op(ms: f64) -> f64 {
     ms * 1e3 / ITERS as f64
 }
 
+/// Heap per PE of every subcommand here.
+pub const HEAP: u64 = 64 << 20;
+
 /// `p_latency`, `g_latency`: PE 0's thread 0 to PE 1.
 pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
-    let r = Threads::new(2).config(config(64 << 20)).run(|shmem| {
+    let r = job(2, config(HEAP), |shmem| {
         let pbuf = shmem.calloc::<u64>(1)?;
         // Must stay zero: `g_latency` chases the index it loads.
         let gbuf = shmem.calloc::<u64>(1)?;
@@ -85,7 +91,7 @@ fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32], placements: usize) -> B
     };
     let cfg = LaunchConfig { grid_dim: (grid, 1, 1), ..ONE_WARP };
     let words_per_place = PLACEMENT_STRIDE / 8;
-    let r = Threads::new(pes).config(config(64 << 20)).run(|shmem| {
+    let r = job(pes, config(HEAP), |shmem| {
         let payload = shmem.calloc::<u64>(placements * words_per_place)?;
         let sig = shmem.calloc::<u64>(placements * words_per_place)?;
         let m = module(shmem)?;
@@ -115,7 +121,16 @@ fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32], placements: usize) -> B
 }
 
 /// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
+/// With `--one-pe`: between two blocks of PE 0, and `signal_pingpong` (mode 7,
+/// `signal_op` SET without payload) beside it, as NVSHMEM's one-PE program measures both.
 pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
+    if o.one_pe {
+        let us = pingpong_modes(o, Sides::TwoBlocks, &[0, 7], 1)?;
+        return Ok(vec![
+            Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip"),
+            Row::new("signal_pingpong", 8, us[1][0], None, "us/round trip"),
+        ]);
+    }
     let us = pingpong_modes(o, Sides::TwoPes, &[0], 1)?;
     Ok(vec![Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip")])
 }
@@ -158,13 +173,14 @@ pub fn placement(o: &Opts) -> BenchResult<Vec<Row>> {
     Ok(rows)
 }
 
-/// `barrier_all_block` and `sync_all_block` latency for each PE count of `--pes`.
+/// `barrier_all_block` and `sync_all_block` latency for each PE count of `--pes`
+/// (1 with `--one-pe`).
 pub fn barrier(o: &Opts) -> BenchResult<Vec<Row>> {
     let mut rows = Vec::new();
     let progress = Progress::new(o.pes.len());
     for &n in &o.pes {
         progress.start(&format!("barrier_all_block, sync_all_block {n} PEs"));
-        let r = Threads::new(n).config(config(64 << 20)).run(|shmem| {
+        let r = job(n, config(HEAP), |shmem| {
             let m = module(shmem)?;
             let mut us = Vec::new();
             for name in ["barrier_loop", "sync_all_loop"] {

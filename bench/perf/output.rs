@@ -1,8 +1,72 @@
-//! Results out: the stdout table, the CSV (`test,size,gpushmem,baseline,unit`), the JSON,
+//! Results out: the header line, the stdout table, the CSV (a `# gpushmem-perf …`
+//! line naming the engine, then `test,size,gpushmem,baseline,unit`), the JSON,
 //! and reading a CSV back (for `gpushmem-perf plot`).
 
 use crate::common::Row;
 use std::fmt::Write as _;
+
+/// What a run measured on, written into every output so that files of
+/// different engines or shapes cannot be mixed up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meta {
+    /// The engine (`native` or `nvshmem`): the kernels' and the host's, which must agree.
+    pub engine: &'static str,
+    /// The NVSHMEM version of the kernels' device code (NVSHMEM engine), when known.
+    pub nvshmem: Option<&'static str>,
+    /// The one-PE forms ran (`--one-pe`, always on the NVSHMEM engine).
+    pub one_pe: bool,
+    /// The most blocks of the default bandwidth grid (`--max-grid`).
+    pub max_grid: u32,
+    /// Timed runs and warm-up runs per figure.
+    pub reps: usize,
+    /// Untimed runs before the timed ones.
+    pub warmup: usize,
+    /// Subcommands `all` left out (no one-PE form).
+    pub skipped: Vec<&'static str>,
+}
+
+impl Meta {
+    /// `key=value` words: `engine=… nvshmem=… one_pe=yes|no max_grid=… reps=… warmup=…`.
+    fn words(&self) -> String {
+        format!(
+            "engine={} nvshmem={} one_pe={} max_grid={} reps={} warmup={}",
+            self.engine,
+            self.nvshmem.unwrap_or("-"),
+            if self.one_pe { "yes" } else { "no" },
+            self.max_grid,
+            self.reps,
+            self.warmup
+        )
+    }
+
+    /// The header printed on stdout before anything runs.
+    pub fn header(&self) -> String {
+        let kernels = match self.nvshmem {
+            Some(v) => format!("kernels and host on the {} engine, NVSHMEM {v} device code", self.engine),
+            None => format!("kernels and host on the {} engine", self.engine),
+        };
+        let shape = if self.one_pe {
+            "one PE: put/get from PE 0 to itself, ping-pong between two blocks of PE 0, barrier and init on 1 PE"
+        } else {
+            "PEs as threads of this process"
+        };
+        let mut s = format!("gpushmem-perf: {kernels}; {shape}\ngpushmem-perf: {}\n", self.words());
+        if !self.skipped.is_empty() {
+            let _ = writeln!(
+                s,
+                "gpushmem-perf: skipped (no one-PE form: {}): {}",
+                crate::opts::NO_ONE_PE_WHY,
+                self.skipped.join(", ")
+            );
+        }
+        s
+    }
+}
+
+/// The first line of the CSV: `# gpushmem-perf engine=… …` (bench/compare.py reads it).
+fn meta_line(meta: &Meta) -> String {
+    format!("# gpushmem-perf {}\n", meta.words())
+}
 
 /// The table printed on stdout.
 pub fn table(rows: &[Row]) -> String {
@@ -18,8 +82,10 @@ pub fn table(rows: &[Row]) -> String {
     s
 }
 
-pub fn csv(rows: &[Row]) -> String {
-    let mut s = String::from("test,size,gpushmem,baseline,unit\n");
+/// The CSV: the [`Meta`] line, the header `test,size,gpushmem,baseline,unit`, one line a row.
+pub fn csv(rows: &[Row], meta: &Meta) -> String {
+    let mut s = meta_line(meta);
+    s.push_str("test,size,gpushmem,baseline,unit\n");
     for r in rows {
         let b = r.baseline.map_or(String::new(), |b| b.to_string());
         let _ = writeln!(s, "{},{},{},{},{}", r.test, r.size, r.ours, b, r.unit);
@@ -51,9 +117,23 @@ fn json_num(v: f64) -> String {
     }
 }
 
-/// `{"tool", "args", "rows": [{test, size, gpushmem, baseline, unit}], "errors": [{subcommand, error}]}`.
-pub fn json(rows: &[Row], args: &[String], errors: &[(String, String)]) -> String {
-    let mut s = String::from("{\n  \"tool\": \"gpushmem-perf\",\n  \"args\": [");
+/// `{"tool", "engine", "nvshmem", "one_pe", "max_grid", "reps", "warmup", "skipped": [..], "args",
+/// "rows": [{test, size, gpushmem, baseline, unit}], "errors": [{subcommand, error}]}`.
+pub fn json(rows: &[Row], meta: &Meta, args: &[String], errors: &[(String, String)]) -> String {
+    let mut s = String::from("{\n  \"tool\": \"gpushmem-perf\",\n");
+    let _ = writeln!(
+        s,
+        "  \"engine\": {},\n  \"nvshmem\": {},\n  \"one_pe\": {},\n  \"max_grid\": {},\n  \"reps\": {},\n  \"warmup\": {},",
+        json_str(meta.engine),
+        meta.nvshmem.map_or("null".into(), json_str),
+        meta.one_pe,
+        meta.max_grid,
+        meta.reps,
+        meta.warmup
+    );
+    let skipped: Vec<String> = meta.skipped.iter().map(|w| json_str(w)).collect();
+    let _ = writeln!(s, "  \"skipped\": [{}],", skipped.join(", "));
+    s.push_str("  \"args\": [");
     s.push_str(&args.iter().map(|a| json_str(a)).collect::<Vec<_>>().join(", "));
     s.push_str("],\n  \"rows\": [");
     for (i, r) in rows.iter().enumerate() {
@@ -82,9 +162,9 @@ pub fn json(rows: &[Row], args: &[String], errors: &[(String, String)]) -> Strin
     s
 }
 
-/// Rows of a CSV that [`csv`] wrote.
+/// Rows of a CSV that [`csv`] wrote (its `#` lines are skipped).
 pub fn parse_csv(text: &str) -> Result<Vec<Row>, String> {
-    let mut lines = text.lines().enumerate();
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.starts_with('#'));
     match lines.next() {
         Some((_, h)) if h.trim() == "test,size,gpushmem,baseline,unit" => {}
         _ => return Err("expected the header test,size,gpushmem,baseline,unit".into()),
@@ -117,8 +197,23 @@ mod tests {
             Row::new("put_bw_block", 1 << 20, 812.5, Some(1000.25), "GB/s"),
             Row::new("p_latency", 8, 1.25, None, "us"),
         ];
-        assert_eq!(parse_csv(&csv(&rows)).unwrap(), rows);
-        let j = json(&rows, &["a\"b".into()], &[("atomic".into(), "x\ny".into())]);
+        let meta = Meta {
+            engine: "nvshmem",
+            nvshmem: Some("3.4.5"),
+            one_pe: true,
+            max_grid: 1056,
+            reps: 10,
+            warmup: 3,
+            skipped: vec!["latency", "atomic"],
+        };
+        let text = csv(&rows, &meta);
+        assert!(text
+            .starts_with("# gpushmem-perf engine=nvshmem nvshmem=3.4.5 one_pe=yes max_grid=1056 reps=10 warmup=3\n"));
+        assert_eq!(parse_csv(&text).unwrap(), rows);
+        assert!(meta.header().contains("NVSHMEM 3.4.5") && meta.header().contains("skipped"));
+        let j = json(&rows, &meta, &["a\"b".into()], &[("atomic".into(), "x\ny".into())]);
+        assert!(j.contains("\"engine\": \"nvshmem\"") && j.contains("\"one_pe\": true"));
+        assert!(j.contains("\"skipped\": [\"latency\", \"atomic\"]"));
         assert!(j.contains("\"baseline\": null"));
         assert!(j.contains("\"a\\\"b\""));
         assert!(j.contains("\"x\\u000ay\""));

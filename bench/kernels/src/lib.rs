@@ -3,6 +3,14 @@
 //! Latency kernels run on thread 0 of one block and chain every operation on
 //! the previous one's result (an address or an operand), so the GPU cannot
 //! overlap them: the time per iteration is one full round trip.
+//!
+//! The root build.rs builds this crate for the engine `GPUSHMEM_ENGINE` names
+//! (gpushmem-perf runs its one-PE benchmarks on the NVSHMEM engine too). Every
+//! kernel here builds for both engines: none uses device teams or collectives,
+//! which the NVSHMEM engine does not have yet. A kernel that does must go under
+//! `#[cfg(not(gpushmem_nvshmem))]` (as in tests/kernels), and the subcommand
+//! that launches it must not be one of the subcommands the NVSHMEM engine runs
+//! (bench/perf/opts.rs `ONE_PE`).
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
 
