@@ -35,7 +35,7 @@ pub struct Shmem {
     pub(crate) heap: Heap,
     /// The NVSHMEM engine's runtime (after the heap, which lives in its memory,
     /// and before the context it runs on).
-    nvshmem: Option<Arc<crate::nvshmem::Runtime>>,
+    pub(crate) nvshmem: Option<Arc<crate::nvshmem::Runtime>>,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     bootstrap: Box<dyn Bootstrap>,
@@ -153,7 +153,8 @@ impl Shmem {
             Some(rt) => Heap::adopt(rt.heap_base(), config.heap_size, stream.cu_stream())?,
         };
         let peers = PeerMap::build(boot, &ctx, &stream, device, &heap, nvshmem.as_deref())?;
-        let teams = TeamTable::new(&ctx, &stream, me, boot.size())?;
+        let engine_world = if nvshmem.is_some() { 0 } else { gpushmem_kernels::abi::ENGINE_TEAM_INVALID };
+        let teams = TeamTable::new(&ctx, &stream, me, boot.size(), engine_world)?;
         // Before the barrier: module loading waits for running kernels (see `load_module`).
         let state = make_state(boot, config, &heap, &peers, &teams);
         let builtin = Module::load(

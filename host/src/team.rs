@@ -14,7 +14,9 @@
 use crate::error::CudaContext as _;
 use crate::{driver, Error, Result, Shmem};
 use cudarc::driver::{CudaContext, CudaStream};
-use gpushmem_kernels::abi::{TeamDesc, MAX_TEAMS, NOT_A_MEMBER, TEAM_SLOT_BYTES};
+use gpushmem_kernels::abi::{
+    TeamDesc, ENGINE_TEAMS_OFFSET, ENGINE_TEAM_INVALID, MAX_TEAMS, NOT_A_MEMBER, TEAM_SLOT_BYTES, TEAM_TABLE_BYTES,
+};
 use std::sync::{Arc, Mutex};
 
 /// A team of PEs, as the host holds it. Pass [`Team::handle`] to kernels
@@ -54,26 +56,52 @@ impl Team {
 
 /// The team slots of one PE: the host's copy and the device table.
 pub(crate) struct TeamTable {
-    /// Device `[TeamDesc; MAX_TEAMS]`.
+    /// Device `[TeamDesc; MAX_TEAMS]`, then `[i32; MAX_TEAMS]` of engine
+    /// handles ([`gpushmem_kernels::abi::ENGINE_TEAMS_OFFSET`]).
     pub table: driver::DeviceBuffer,
-    descs: Mutex<[TeamDesc; MAX_TEAMS as usize]>,
+    slots: Mutex<Slots>,
+}
+
+/// The host's copy of the device team table.
+pub(crate) struct Slots {
+    /// Each slot's team as this PE sees it.
+    pub desc: [TeamDesc; MAX_TEAMS as usize],
+    /// Each slot's NVSHMEM team handle (NVSHMEM engine; else all invalid).
+    pub engine: [i32; MAX_TEAMS as usize],
 }
 
 const UNUSED: TeamDesc = TeamDesc { start: 0, stride: 0, size: 0, my_index: NOT_A_MEMBER };
 
 impl TeamTable {
     /// The table with the world team in slot 0.
-    pub fn new(ctx: &Arc<CudaContext>, stream: &CudaStream, my_pe: usize, n_pes: usize) -> Result<TeamTable> {
-        let mut descs = [UNUSED; MAX_TEAMS as usize];
-        descs[0] = TeamDesc { start: 0, stride: 1, size: n_pes as u32, my_index: my_pe as u32 };
-        let table = driver::DeviceBuffer::alloc(ctx, (MAX_TEAMS as usize * std::mem::size_of::<TeamDesc>()) as u64)?;
-        // SAFETY: `table` holds MAX_TEAMS descriptors.
-        unsafe { driver::copy_htod(stream.cu_stream(), table.ptr, bytemuck::cast_slice::<TeamDesc, u8>(&descs)) }?;
-        Ok(TeamTable { table, descs: Mutex::new(descs) })
+    /// `engine_world` is the world team's engine handle (`NVSHMEM_TEAM_WORLD`,
+    /// 0, on the NVSHMEM engine; [`ENGINE_TEAM_INVALID`] on the native one).
+    pub fn new(
+        ctx: &Arc<CudaContext>,
+        stream: &CudaStream,
+        my_pe: usize,
+        n_pes: usize,
+        engine_world: i32,
+    ) -> Result<TeamTable> {
+        let mut desc = [UNUSED; MAX_TEAMS as usize];
+        desc[0] = TeamDesc { start: 0, stride: 1, size: n_pes as u32, my_index: my_pe as u32 };
+        let mut engine = [ENGINE_TEAM_INVALID; MAX_TEAMS as usize];
+        engine[0] = engine_world;
+        let table = driver::DeviceBuffer::alloc(ctx, TEAM_TABLE_BYTES)?;
+        // SAFETY: `table` holds MAX_TEAMS descriptors, then MAX_TEAMS handles.
+        unsafe {
+            driver::copy_htod(stream.cu_stream(), table.ptr, bytemuck::cast_slice::<TeamDesc, u8>(&desc))?;
+            driver::copy_htod(
+                stream.cu_stream(),
+                table.ptr + ENGINE_TEAMS_OFFSET,
+                bytemuck::cast_slice::<i32, u8>(&engine),
+            )
+        }?;
+        Ok(TeamTable { table, slots: Mutex::new(Slots { desc, engine }) })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, [TeamDesc; MAX_TEAMS as usize]> {
-        self.descs.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -99,11 +127,11 @@ fn child_desc(parent: &TeamDesc, start: u32, stride: u32, size: u32, my_pe: u32)
 impl Shmem {
     /// All PEs (`NVSHMEM_TEAM_WORLD`).
     pub fn team_world(&self) -> Team {
-        Team { slot: 0, desc: self.teams.lock()[0] }
+        Team { slot: 0, desc: self.teams.lock().desc[0] }
     }
 
     fn check_team(&self, t: &Team, call: &str) -> Result<TeamDesc> {
-        let d = self.teams.lock().get(t.slot as usize).copied().unwrap_or(UNUSED);
+        let d = self.teams.lock().desc.get(t.slot as usize).copied().unwrap_or(UNUSED);
         if d.size == 0 || d != t.desc {
             return Err(Error::Config {
                 name: call.into(),
@@ -114,34 +142,57 @@ impl Shmem {
         Ok(d)
     }
 
-    /// Gives `descs[k]` (this PE's view of each new team) the lowest free slots,
-    /// zeroes their sync words, installs them on the device; collective.
-    fn install_teams(&self, descs: &[TeamDesc]) -> Result<Vec<Team>> {
-        let slots: Vec<u32> = {
-            let table = self.teams.lock();
-            let free: Vec<u32> = (1..MAX_TEAMS).filter(|&s| table[s as usize].size == 0).take(descs.len()).collect();
-            if free.len() < descs.len() {
-                return Err(Error::Config {
-                    name: "team_split".into(),
-                    value: format!("{} new team(s)", descs.len()),
-                    why: format!("all {MAX_TEAMS} team slots are in use: destroy teams that are no longer needed"),
-                });
-            }
-            free
-        };
+    /// The lowest `count` free slots (the same on every PE: slots are taken
+    /// and freed collectively).
+    fn free_slots(&self, count: usize) -> Result<Vec<u32>> {
+        let table = self.teams.lock();
+        let free: Vec<u32> = (1..MAX_TEAMS).filter(|&s| table.desc[s as usize].size == 0).take(count).collect();
+        if free.len() < count {
+            return Err(Error::Config {
+                name: "team_split".into(),
+                value: format!("{count} new team(s)"),
+                why: format!("all {MAX_TEAMS} team slots are in use: destroy teams that are no longer needed"),
+            });
+        }
+        Ok(free)
+    }
+
+    /// Gives `descs[k]` (this PE's view of each new team, with its engine
+    /// handle) the lowest free slots, zeroes their sync words, installs them
+    /// on the device; collective.
+    fn install_teams(&self, descs: &[(TeamDesc, i32)]) -> Result<Vec<Team>> {
+        let slots = self.free_slots(descs.len())?;
         let stream = self.stream().cu_stream();
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
-        for (&slot, d) in slots.iter().zip(descs) {
+        for (&slot, (d, engine)) in slots.iter().zip(descs) {
             // SAFETY: the slot lies in the reserved start of this PE's heap.
             unsafe { driver::zero(stream, self.heap.base + TeamDesc::slot_offset(slot), TEAM_SLOT_BYTES) }?;
-            let at = self.teams.table.ptr + slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
-            // SAFETY: entry `slot` of the device table.
-            unsafe { driver::copy_htod(stream, at, bytemuck::bytes_of(d)) }?;
-            self.teams.lock()[slot as usize] = *d;
+            self.write_slot(slot, d, *engine)?;
         }
         // Nobody uses a new team before every PE has zeroed its slot.
         self.bootstrap().barrier()?;
-        Ok(slots.into_iter().zip(descs).map(|(slot, &desc)| Team { slot, desc }).collect())
+        Ok(slots.into_iter().zip(descs).map(|(slot, &(desc, _))| Team { slot, desc }).collect())
+    }
+
+    /// Slot `slot` of the host and device tables becomes `d` with engine handle `engine`.
+    fn write_slot(&self, slot: u32, d: &TeamDesc, engine: i32) -> Result<()> {
+        let stream = self.stream().cu_stream();
+        let at = self.teams.table.ptr + slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
+        let engine_at = self.teams.table.ptr + ENGINE_TEAMS_OFFSET + 4 * slot as u64;
+        // SAFETY: entry `slot` of both arrays of the device table.
+        unsafe {
+            driver::copy_htod(stream, at, bytemuck::bytes_of(d))?;
+            driver::copy_htod(stream, engine_at, bytemuck::bytes_of(&engine))
+        }?;
+        let mut t = self.teams.lock();
+        t.desc[slot as usize] = *d;
+        t.engine[slot as usize] = engine;
+        Ok(())
+    }
+
+    /// The engine handle of the team in `slot` (NVSHMEM engine).
+    fn engine_team(&self, slot: u32) -> i32 {
+        self.teams.lock().engine.get(slot as usize).copied().unwrap_or(ENGINE_TEAM_INVALID)
     }
 
     /// Collective over all PEs: the team of `parent`'s members `start`,
@@ -175,7 +226,15 @@ impl Shmem {
         self.agree_checked("team_split_strided", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
         let p = local?;
         let d = child_desc(&p, start as u32, stride as u32, size as u32, self.my_pe() as u32);
-        Ok(self.install_teams(&[d])?.remove(0))
+        self.free_slots(1)?; // (before NVSHMEM makes a team that would then leak)
+                             // NVSHMEM's split is collective over the parent's members only.
+        let engine = match &self.nvshmem {
+            Some(rt) if p.my_index != NOT_A_MEMBER => {
+                rt.team_split_strided(self.engine_team(parent.slot), start, stride, size)?
+            }
+            _ => ENGINE_TEAM_INVALID,
+        };
+        Ok(self.install_teams(&[(d, engine)])?.remove(0))
     }
 
     /// Collective over all PEs: splits `parent` into rows of `xrange`
@@ -208,7 +267,12 @@ impl Shmem {
             // Outside the parent: member of neither; a size of 1 keeps the slot marked in use.
             None => (TeamDesc { size: 1, stride: 1, ..UNUSED }, TeamDesc { size: 1, stride: 1, ..UNUSED }),
         };
-        let t = self.install_teams(&[xd, yd])?;
+        self.free_slots(2)?;
+        let (xe, ye) = match &self.nvshmem {
+            Some(rt) if p.my_index != NOT_A_MEMBER => rt.team_split_2d(self.engine_team(parent.slot), xrange)?,
+            _ => (ENGINE_TEAM_INVALID, ENGINE_TEAM_INVALID),
+        };
+        let t = self.install_teams(&[(xd, xe), (yd, ye)])?;
         Ok((t[0], t[1]))
     }
 
@@ -226,13 +290,11 @@ impl Shmem {
             Ok(())
         });
         self.agree_checked("team_destroy", &[("team", team.slot as u64)], local)?;
-        let stream = self.stream().cu_stream();
+        if let Some(rt) = &self.nvshmem {
+            rt.team_destroy(self.engine_team(team.slot));
+        }
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
-        let at = self.teams.table.ptr + team.slot as u64 * std::mem::size_of::<TeamDesc>() as u64;
-        // SAFETY: entry `slot` of the device table.
-        unsafe { driver::copy_htod(stream, at, bytemuck::bytes_of(&UNUSED)) }?;
-        self.teams.lock()[team.slot as usize] = UNUSED;
-        Ok(())
+        self.write_slot(team.slot, &UNUSED, ENGINE_TEAM_INVALID)
     }
 }
 

@@ -28,6 +28,18 @@ pub const MAX_PES: u32 = 4096;
 /// Number of team slots (the world team is slot 0); `team_split_*` fails when all are in use.
 pub const MAX_TEAMS: u32 = 32;
 
+/// Where, from [`State::teams`], the `[i32; MAX_TEAMS]` of engine team
+/// handles starts: on the NVSHMEM engine slot `t`'s `nvshmem_team_t`
+/// ([`ENGINE_TEAM_INVALID`] on a PE outside the team or for an unused slot);
+/// the native engine leaves them all invalid.
+pub const ENGINE_TEAMS_OFFSET: u64 = MAX_TEAMS as u64 * core::mem::size_of::<TeamDesc>() as u64;
+
+/// Bytes of the whole device team table: descriptors, then engine handles.
+pub const TEAM_TABLE_BYTES: u64 = ENGINE_TEAMS_OFFSET + 4 * MAX_TEAMS as u64;
+
+/// An engine team handle naming no team (`NVSHMEM_TEAM_INVALID`).
+pub const ENGINE_TEAM_INVALID: i32 = -1;
+
 /// Bytes of one team's sync slot in the heap: see [`sync_area`].
 pub const TEAM_SLOT_BYTES: u64 = (sync_area::BARRIER_FLAGS + 8 * MAX_PES as u64).next_multiple_of(256);
 
@@ -61,7 +73,9 @@ pub struct State {
     pub reserved0: u32,
     /// Bounded waits trap after this many nanoseconds without progress; 0 waits forever.
     pub timeout_ns: u64,
-    /// Device address of this PE's `[TeamDesc; MAX_TEAMS]` table.
+    /// Device address of this PE's `[TeamDesc; MAX_TEAMS]` table, followed
+    /// by `[i32; MAX_TEAMS]`: each slot's team handle in the engine
+    /// ([`ENGINE_TEAMS_OFFSET`]).
     pub teams: u64,
     /// Reserved for later versions, zero.
     pub reserved: [u64; 3],

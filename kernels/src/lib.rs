@@ -69,7 +69,7 @@ pub mod reduce;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;
-#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
+#[cfg(target_arch = "nvptx64")]
 pub mod collective;
 #[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
 mod copy;
@@ -89,7 +89,7 @@ pub mod rma;
 pub mod signal;
 #[cfg(target_arch = "nvptx64")]
 pub mod sync;
-#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
+#[cfg(target_arch = "nvptx64")]
 pub mod team;
 #[cfg(target_arch = "nvptx64")]
 pub mod wait;
@@ -109,7 +109,7 @@ pub use {
         wait_until_some_vector,
     },
 };
-#[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
+#[cfg(target_arch = "nvptx64")]
 pub use {collective::*, team::*};
 
 /// The device state the host installs into every loaded module (found by

@@ -46,18 +46,52 @@ impl ReduceOp {
     }
 }
 
-/// An element type of reductions.
+/// Which element type a [`Reducible`] is: an engine that calls a function
+/// per type (NVSHMEM's `nvshmem_float_sum_reduce`, …) picks it by this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ElemKind {
+    /// `u8`
+    U8,
+    /// `i8`
+    I8,
+    /// `u16`
+    U16,
+    /// `i16`
+    I16,
+    /// `u32`
+    U32,
+    /// `i32`
+    I32,
+    /// `u64`
+    U64,
+    /// `i64`
+    I64,
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// [`F16`]
+    F16,
+    /// [`Bf16`]
+    Bf16,
+}
+
+/// An element type of reductions. Implemented for exactly the types of
+/// [`ElemKind`].
 pub trait Reducible: Pod + PartialOrd {
     /// Whether the bitwise operators apply.
     const INTEGER: bool;
+    /// Which type this is.
+    const KIND: ElemKind;
     /// `a <op> b`; for a bitwise operator on a float type, `a` (callers check [`Reducible::INTEGER`]).
     fn apply(op: ReduceOp, a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_reducible {
-    ($($t:ty),*) => {$(
+    ($($t:ty => $k:ident),*) => {$(
         impl Reducible for $t {
             const INTEGER: bool = true;
+            const KIND: ElemKind = ElemKind::$k;
             #[inline(always)]
             fn apply(op: ReduceOp, a: Self, b: Self) -> Self {
                 match op {
@@ -73,12 +107,13 @@ macro_rules! int_reducible {
         }
     )*};
 }
-int_reducible!(u8, i8, u16, i16, u32, i32, u64, i64);
+int_reducible!(u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32, u64 => U64, i64 => I64);
 
 macro_rules! float_reducible {
-    ($t:ty, $to:expr, $from:expr) => {
+    ($t:ty, $k:ident, $to:expr, $from:expr) => {
         impl Reducible for $t {
             const INTEGER: bool = false;
+            const KIND: ElemKind = ElemKind::$k;
             #[inline(always)]
             fn apply(op: ReduceOp, a: Self, b: Self) -> Self {
                 let (x, y) = ($to(a), $to(b));
@@ -106,10 +141,10 @@ macro_rules! float_reducible {
         }
     };
 }
-float_reducible!(f32, |v: f32| v, |v: f32| v);
-float_reducible!(f64, |v: f64| v, |v: f64| v);
-float_reducible!(F16, F16::to_f32, F16::from_f32);
-float_reducible!(Bf16, Bf16::to_f32, Bf16::from_f32);
+float_reducible!(f32, F32, |v: f32| v, |v: f32| v);
+float_reducible!(f64, F64, |v: f64| v, |v: f64| v);
+float_reducible!(F16, F16, F16::to_f32, F16::from_f32);
+float_reducible!(Bf16, Bf16, Bf16::to_f32, Bf16::from_f32);
 
 /// IEEE 754 binary16, stored as its bits.
 #[repr(transparent)]

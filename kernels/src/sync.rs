@@ -15,13 +15,13 @@
 //! `nvshmem_quiet`, group sync: NVSHMEM 3.4.5's bitcode has no
 //! `nvshmemx_quiet_warp/_block`), `barrier_all*`/`sync_all*` are
 //! `nvshmem(x)_barrier_all(_warp/_block)`/`nvshmem(x)_sync_all(_warp/_block)`.
-//! The team forms (`barrier`, `team_sync` and their group forms) are not
-//! available on that engine yet.
+//! The team forms are `nvshmem(x)_barrier(_warp/_block)` and
+//! `nvshmem(x)_team_sync(_warp/_block)` on the team's NVSHMEM handle.
 
 use crate::engine;
+use crate::engine::team_sync_group;
 use crate::group::Group;
-#[cfg(not(feature = "nvshmem"))]
-use crate::{engine::native::team_sync_group, team::Team};
+use crate::team::Team;
 
 /// Orders this thread's earlier puts, AMOs and memory stores to each PE
 /// before its later ones to the same PE (`nvshmem_fence`): `fence.acq_rel` (`.gpu`
@@ -52,38 +52,32 @@ pub fn quiet_block() {
 
 /// Completes this thread's earlier operations, then every member of `team`
 /// arrives before any leaves (`nvshmem_barrier`). One thread per member calls it.
-#[cfg(not(feature = "nvshmem"))]
 pub fn barrier(team: Team) {
     team_sync_group(team, Group::thread(), true, c"barrier")
 }
 
 /// [`barrier`] for a block (`nvshmemx_barrier_block`).
-#[cfg(not(feature = "nvshmem"))]
 pub fn barrier_block(team: Team) {
     team_sync_group(team, Group::block(), true, c"barrier_block")
 }
 
 /// [`barrier`] for a warp (`nvshmemx_barrier_warp`).
-#[cfg(not(feature = "nvshmem"))]
 pub fn barrier_warp(team: Team) {
     team_sync_group(team, Group::warp(), true, c"barrier_warp")
 }
 
 /// Every member of `team` arrives before any leaves; orders but does not
 /// complete earlier operations (`nvshmem_team_sync`).
-#[cfg(not(feature = "nvshmem"))]
 pub fn team_sync(team: Team) {
     team_sync_group(team, Group::thread(), false, c"team_sync")
 }
 
 /// [`team_sync`] for a block (`nvshmemx_team_sync_block`).
-#[cfg(not(feature = "nvshmem"))]
 pub fn team_sync_block(team: Team) {
     team_sync_group(team, Group::block(), false, c"team_sync_block")
 }
 
 /// [`team_sync`] for a warp (`nvshmemx_team_sync_warp`).
-#[cfg(not(feature = "nvshmem"))]
 pub fn team_sync_warp(team: Team) {
     team_sync_group(team, Group::warp(), false, c"team_sync_warp")
 }

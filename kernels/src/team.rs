@@ -79,3 +79,28 @@ pub fn team_translate_pe(src: Team, pe: i32, dest: Team) -> i32 {
         None => -1,
     }
 }
+
+/// `team`'s handle in the NVSHMEM engine (`nvshmem_team_t`), read from the
+/// team table after the descriptors; traps if the slot has none on this PE
+/// (it is not a member, or the team was made for another engine).
+#[cfg(feature = "nvshmem")]
+#[inline(always)]
+pub(crate) fn engine_handle(team: Team, call: &core::ffi::CStr) -> i32 {
+    let s = state();
+    if team.0 >= MAX_TEAMS {
+        debug::fail(
+            c"gpushmem: %s: team %llu is out of range on PE %llu\n",
+            &[call.as_ptr() as u64, team.0 as u64, s.my_pe as u64],
+        );
+    }
+    let at = (s.teams + abi::ENGINE_TEAMS_OFFSET) as *const i32;
+    // SAFETY: the host installs the `[i32; MAX_TEAMS]` after the descriptors; `team.0` is in range.
+    let h = unsafe { crate::ptx::ld_invariant(at.add(team.0 as usize)) };
+    if h == abi::ENGINE_TEAM_INVALID {
+        debug::fail(
+            c"gpushmem: %s: team %llu has no NVSHMEM team on PE %llu (not a member, or not made on this engine)\n",
+            &[call.as_ptr() as u64, team.0 as u64, s.my_pe as u64],
+        );
+    }
+    h
+}

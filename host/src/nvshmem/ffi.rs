@@ -6,7 +6,7 @@
 //! pinned by the size asserts below.
 
 use crate::{Error, Result};
-use std::ffi::{c_int, c_uint, c_void};
+use std::ffi::{c_int, c_long, c_uint, c_void};
 use std::path::{Path, PathBuf};
 
 /// `nvshmemx_uniqueid_v1`: 128 bytes, made by PE 0 and handed to every PE.
@@ -85,6 +85,21 @@ pub(crate) struct Lib {
     pub ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
     pub cumodule_init: unsafe extern "C" fn(cudarc::driver::sys::CUmodule) -> c_int,
     pub cumodule_finalize: unsafe extern "C" fn(cudarc::driver::sys::CUmodule) -> c_int,
+    /// `nvshmem_team_split_strided(parent, start, stride, size, config, config_mask, new)`.
+    pub team_split_strided:
+        unsafe extern "C" fn(c_int, c_int, c_int, c_int, *const c_void, c_long, *mut c_int) -> c_int,
+    /// `nvshmem_team_split_2d(parent, xrange, xconfig, xmask, xteam, yconfig, ymask, yteam)`.
+    pub team_split_2d: unsafe extern "C" fn(
+        c_int,
+        c_int,
+        *const c_void,
+        c_long,
+        *mut c_int,
+        *const c_void,
+        c_long,
+        *mut c_int,
+    ) -> c_int,
+    pub team_destroy: unsafe extern "C" fn(c_int),
     pub vendor_version: unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int),
     _lib: libloading::Library,
 }
@@ -135,6 +150,9 @@ impl Lib {
             ptr: sym(&lib, &path, "nvshmem_ptr")?,
             cumodule_init: sym(&lib, &path, "nvshmemx_cumodule_init")?,
             cumodule_finalize: sym(&lib, &path, "nvshmemx_cumodule_finalize")?,
+            team_split_strided: sym(&lib, &path, "nvshmem_team_split_strided")?,
+            team_split_2d: sym(&lib, &path, "nvshmem_team_split_2d")?,
+            team_destroy: sym(&lib, &path, "nvshmem_team_destroy")?,
             vendor_version: sym(&lib, &path, "nvshmemx_vendor_get_version_info")?,
             path,
             _lib: lib,

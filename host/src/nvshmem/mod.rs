@@ -190,6 +190,51 @@ impl Runtime {
         Ok(reg)
     }
 
+    /// `nvshmem_team_split_strided` of NVSHMEM team `parent` (members `start`,
+    /// `start + stride`, …, `size` of them, numbered in `parent`); collective
+    /// over `parent`'s members, which alone may call it. The new team's handle,
+    /// or [`ENGINE_TEAM_INVALID`](gpushmem_kernels::abi::ENGINE_TEAM_INVALID) on a PE outside it.
+    pub fn team_split_strided(&self, parent: i32, start: usize, stride: usize, size: usize) -> Result<i32> {
+        let mut team = gpushmem_kernels::abi::ENGINE_TEAM_INVALID;
+        let int = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
+        // SAFETY: NVSHMEM is initialised; no config (mask 0); `team` outlives the call.
+        let status = unsafe {
+            (self.lib.team_split_strided)(parent, int(start), int(stride), int(size), std::ptr::null(), 0, &mut team)
+        };
+        check(status, "nvshmem_team_split_strided").map(|()| team).map_err(|e| self.team_err(e))
+    }
+
+    /// `nvshmem_team_split_2d` of NVSHMEM team `parent` into rows of `xrange`
+    /// members and the columns across them; collective over `parent`'s
+    /// members. The (x, y) handles as this PE sees them.
+    pub fn team_split_2d(&self, parent: i32, xrange: usize) -> Result<(i32, i32)> {
+        let (mut x, mut y) = (gpushmem_kernels::abi::ENGINE_TEAM_INVALID, gpushmem_kernels::abi::ENGINE_TEAM_INVALID);
+        let xr = i32::try_from(xrange).unwrap_or(i32::MAX);
+        // SAFETY: as `team_split_strided`.
+        let status =
+            unsafe { (self.lib.team_split_2d)(parent, xr, std::ptr::null(), 0, &mut x, std::ptr::null(), 0, &mut y) };
+        check(status, "nvshmem_team_split_2d").map(|()| (x, y)).map_err(|e| self.team_err(e))
+    }
+
+    /// `nvshmem_team_destroy` (collective over the team's members; a no-op for
+    /// an invalid handle).
+    pub fn team_destroy(&self, team: i32) {
+        if team != gpushmem_kernels::abi::ENGINE_TEAM_INVALID {
+            // SAFETY: a team this PE created and has not destroyed.
+            unsafe { (self.lib.team_destroy)(team) }
+        }
+    }
+
+    fn team_err(&self, e: Error) -> Error {
+        Error::Engine {
+            why: format!(
+                "PE {}: {e}; NVSHMEM has room for NVSHMEM_MAX_TEAMS teams (default 32, a few reserved): destroy \
+                 unused teams or raise it",
+                self.me
+            ),
+        }
+    }
+
     /// `nvshmemx_cumodule_finalize` on `handle` if it is still registered
     /// (NVSHMEM stops writing its device state into it).
     fn deregister(&self, handle: usize) {

@@ -21,6 +21,8 @@
 //! | `iput`, `iget` | strided, blocking |
 //! | `fence`, `quiet` | ordering, completion (quiet over a group) |
 //! | `barrier_all` | every PE arrives (over a group; `complete`: quiet first) |
+//! | `team_sync_group` | every member of a team arrives (over a group; `complete`: quiet first) |
+//! | `broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter` | the team collectives (`native_collective.rs`, `nvshmem_collective.rs`) |
 //! | `put_signal`, `signal_op`, `signal_fetch` | signals (`signal_op` releases on both engines) |
 //! | `atomic_fetch_op`, `atomic_op`, `atomic_compare_swap`, `atomic_fetch`, `atomic_fetch_add_float` | remote atomics |
 //! | `after_wait` | what a wait or test that succeeded does after its acquire |
@@ -30,10 +32,19 @@ pub(crate) mod native;
 #[cfg(not(feature = "nvshmem"))]
 pub(crate) use native::*;
 
+#[cfg(not(feature = "nvshmem"))]
+mod native_collective;
+#[cfg(not(feature = "nvshmem"))]
+pub(crate) use native_collective::*;
+
 #[cfg(feature = "nvshmem")]
 mod nvshmem;
 #[cfg(feature = "nvshmem")]
 pub(crate) use nvshmem::*;
+#[cfg(feature = "nvshmem")]
+mod nvshmem_collective;
+#[cfg(feature = "nvshmem")]
+pub(crate) use nvshmem_collective::*;
 
 /// Blocking (the source may be reused, or the data is in `dest`, on return)
 /// or non-blocking (complete after `quiet`).

@@ -3,13 +3,16 @@
 #![feature(abi_ptx, stdarch_nvptx)]
 #![allow(clippy::missing_safety_doc)]
 
-// Teams and collectives: not on the NVSHMEM engine yet.
+// The collective matrix kernels: every type, operator and form instantiated
+// over NVSHMEM's inlined collectives makes 77 MB of PTX that ptxas did not
+// finish in 20 minutes; on the NVSHMEM engine the suite leaves them out.
 #[cfg(not(gpushmem_nvshmem))]
 mod coll;
 mod litmus;
 mod p2p;
 mod probes;
 mod stress;
+mod teams;
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;

@@ -223,8 +223,7 @@ pub unsafe extern "ptx-kernel" fn probe_iput_block(
     shmem::iput_block(dest, src, dst as isize, sst as isize, n as usize, pe);
 }
 
-/// Team and collective probes: not on the NVSHMEM engine yet.
-#[cfg(not(gpushmem_nvshmem))]
+/// Team and collective probes.
 mod team_probes {
     use super::*;
 

@@ -1,0 +1,226 @@
+//! The native engine's device collectives: **sync, then pull, then sync**.
+//! The first team sync makes sure every member has entered (its source
+//! written, its destination free); each member then *reads* what it needs
+//! straight from the other members' source buffers with vector loads (no
+//! staging, no extra copies); the closing sync makes sure nobody reuses a
+//! source that another member is still reading. Cost per call: two team
+//! syncs (each one NVLink latency) plus the data: broadcast reads `nbytes`
+//! from the root; fcollect/alltoall read `(n-1)·nbytes`; reduce reads
+//! `n·nbytes` and combines in a fixed member order, so every member gets the
+//! bitwise-same result (floats included); reducescatter reads `n·nbytes/n`
+//! per member's share.
+//!
+//! The arguments were checked by [`crate::collective`] (membership, root,
+//! overlap, operator); `d` is this PE's view of `team`.
+
+use super::native::{remote, team_sync_group};
+use crate::abi::TeamDesc;
+use crate::copy::copy_bytes;
+use crate::group::Group;
+use crate::reduce::{ReduceOp, Reducible};
+use crate::team::Team;
+use core::ffi::CStr;
+
+/// `bytes` of `src` on member `root` into `dest` on every member.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn broadcast(
+    team: Team,
+    d: &TeamDesc,
+    dest: *mut u8,
+    src: *const u8,
+    bytes: usize,
+    root: u32,
+    g: Group,
+    call: &CStr,
+) {
+    team_sync_group(team, g, false, call);
+    copy_bytes(dest, remote(src, bytes, d.world_pe(root), call), bytes, g);
+    team_sync_group(team, g, false, call);
+}
+
+/// Member `m`'s `bytes` of `src` at `dest + m * bytes` on every member.
+#[inline(always)]
+pub(crate) unsafe fn fcollect(
+    team: Team,
+    d: &TeamDesc,
+    dest: *mut u8,
+    src: *const u8,
+    bytes: usize,
+    g: Group,
+    call: &CStr,
+) {
+    team_sync_group(team, g, false, call);
+    for k in 0..d.size {
+        // Start at the next member so the members do not all read the same one first.
+        let m = (d.my_index + 1 + k) % d.size;
+        copy_bytes(dest.add(m as usize * bytes), remote(src, bytes, d.world_pe(m), call), bytes, g);
+    }
+    team_sync_group(team, g, false, call);
+}
+
+/// Block `j` (of `bytes`) of member `i`'s `src` at block `i` of member `j`'s `dest`.
+#[inline(always)]
+pub(crate) unsafe fn alltoall(
+    team: Team,
+    d: &TeamDesc,
+    dest: *mut u8,
+    src: *const u8,
+    bytes: usize,
+    g: Group,
+    call: &CStr,
+) {
+    team_sync_group(team, g, false, call);
+    for k in 0..d.size {
+        let m = (d.my_index + 1 + k) % d.size;
+        let theirs = src.add(d.my_index as usize * bytes);
+        copy_bytes(dest.add(m as usize * bytes), remote(theirs, bytes, d.world_pe(m), call), bytes, g);
+    }
+    team_sync_group(team, g, false, call);
+}
+
+/// `dest[i] = op` over every member's `src[i]`, in member order.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reduce<T: Reducible>(
+    team: Team,
+    d: &TeamDesc,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    op: ReduceOp,
+    g: Group,
+    call: &CStr,
+) {
+    team_sync_group(team, g, false, call);
+    combine(d, dest, src, n, op, g, call);
+    team_sync_group(team, g, false, call);
+}
+
+/// Member `k`: `dest[i] = op` over every member's `src[k * n + i]`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn reducescatter<T: Reducible>(
+    team: Team,
+    d: &TeamDesc,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    op: ReduceOp,
+    g: Group,
+    call: &CStr,
+) {
+    team_sync_group(team, g, false, call);
+    combine(d, dest, src.add(d.my_index as usize * n), n, op, g, call);
+    team_sync_group(team, g, false, call);
+}
+
+/// Members combined per pass over `dest`: their addresses stay in registers
+/// and one load from each is in flight before the first combine.
+const BATCH: usize = 8;
+
+/// 16 bytes of elements, aligned so that any element type can be viewed in it.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Unit([u32; 4]);
+
+/// `dest[i] = op over members m (in order) of m's src[i]`, for `i` in `0..n`, split over `g`.
+///
+/// Element-outer in batches of [`BATCH`] members: each thread loads one unit
+/// (16 bytes when `dest` and `src` are 16-byte aligned, else one element) from
+/// every member of the batch, folds them in member order and stores once; a
+/// team larger than the batch takes further passes that fold `dest` with the
+/// next members. Memory traffic is `n` reads per member plus one write (and
+/// one re-read per extra pass). The order (member 0, 1, …) and per-step
+/// rounding are the same on every member, so results are bitwise identical.
+#[inline(always)]
+unsafe fn combine<T: Reducible>(
+    d: &TeamDesc,
+    dest: *mut T,
+    src: *const T,
+    n: usize,
+    op: ReduceOp,
+    g: Group,
+    call: &CStr,
+) {
+    let size = core::mem::size_of::<T>();
+    let bytes = n * size;
+    let vector = (dest as usize | src as usize) & 15 == 0;
+    let lanes = 16 / size;
+    let vector_elems = if vector { n / lanes * lanes } else { 0 };
+    let mut first = 0u32;
+    while first < d.size {
+        let count = (d.size - first).min(BATCH as u32) as usize;
+        let mut from = [core::ptr::null::<T>(); BATCH];
+        // Fixed trip counts with guards (here and in `fold_units`): the arrays stay in registers.
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..BATCH {
+            if k < count {
+                from[k] = remote(src.cast(), bytes, d.world_pe(first + k as u32), call) as *const T;
+            }
+        }
+        let fold_dest = first > 0;
+        if vector {
+            fold_units::<T, true>(&from, count, dest, fold_dest, vector_elems / lanes, 0, op, g);
+        }
+        // The rest (or everything, when unaligned), one element per unit.
+        fold_units::<T, false>(&from, count, dest, fold_dest, n - vector_elems, vector_elems, op, g);
+        first += BATCH as u32;
+    }
+}
+
+/// Folds `units` units starting at element `at` (units of 16 bytes if `VECTOR`,
+/// else of one element) of the `count` member buffers in `from` into `dest`,
+/// after `dest`'s own value when `fold_dest`. Every thread of `g` calls.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
+    from: &[*const T; BATCH],
+    count: usize,
+    dest: *mut T,
+    fold_dest: bool,
+    units: usize,
+    at: usize,
+    op: ReduceOp,
+    g: Group,
+) {
+    let lanes = if VECTOR { 16 / core::mem::size_of::<T>() } else { 1 };
+    let load = |p: *const T| -> Unit {
+        let mut u = Unit([0; 4]);
+        if VECTOR {
+            u.0 = crate::ptx::ld_global_v4(p.cast());
+        } else {
+            *(u.0.as_mut_ptr() as *mut T) = *p;
+        }
+        u
+    };
+    let mut i = g.rank;
+    while i < units {
+        let e = at + i * lanes;
+        // All loads first: they are independent, so they overlap in flight.
+        let mut x = [Unit([0; 4]); BATCH];
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..BATCH {
+            if k < count {
+                x[k] = load(from[k].add(e));
+            }
+        }
+        let mut acc = if fold_dest { load(dest.add(e)) } else { x[0] };
+        let a = acc.0.as_mut_ptr() as *mut T;
+        #[allow(clippy::needless_range_loop)]
+        for k in 0..BATCH {
+            if k < count && (k > 0 || fold_dest) {
+                let b = x[k].0.as_ptr() as *const T;
+                for l in 0..lanes {
+                    *a.add(l) = T::apply(op, *a.add(l), *b.add(l));
+                }
+            }
+        }
+        if VECTOR {
+            crate::ptx::st_global_v4(dest.add(e).cast(), acc.0);
+        } else {
+            *dest.add(e) = *a;
+        }
+        i += g.size;
+    }
+}
