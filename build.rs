@@ -5,9 +5,9 @@
 //!
 //! The test kernels, the benchmark kernels and the ring, moe and halo example
 //! kernels follow `GPUSHMEM_ENGINE` (`nvshmem`: built for the NVSHMEM engine,
-//! see docs/multinode.md); the allreduce example's kernels use collectives,
-//! which the NVSHMEM engine does not have yet, so they are always built for
-//! the native engine.
+//! see docs/multinode.md); the allreduce example compares with the native
+//! engine's `reduce_block` and runs its PEs as threads, so its kernels are
+//! always built for the native engine.
 use gpushmem_build::{Builder, Engine};
 
 fn main() {

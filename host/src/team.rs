@@ -142,6 +142,24 @@ impl Shmem {
         Ok(d)
     }
 
+    /// Fails on the NVSHMEM engine when PEs share this GPU: NVSHMEM 3.4.5
+    /// cannot make teams in that mode ("limited MPG", several processes per
+    /// GPU) and ends the process instead of returning an error (seen on the
+    /// H200), so gpushmem refuses first. Checked before the agreement, so
+    /// every PE fails together.
+    fn engine_can_split(&self, p: TeamDesc) -> Result<TeamDesc> {
+        if self.nvshmem.is_some() && self.pes_on_device() > 1 {
+            return Err(Error::Engine {
+                why: format!(
+                    "team_split: NVSHMEM cannot create teams while several PEs share a GPU ({} PEs on this GPU: \
+                     NVSHMEM's limited multiple-processes-per-GPU mode); run one PE per GPU, or use the native engine",
+                    self.pes_on_device()
+                ),
+            });
+        }
+        Ok(p)
+    }
+
     /// The lowest `count` free slots (the same on every PE: slots are taken
     /// and freed collectively).
     fn free_slots(&self, count: usize) -> Result<Vec<u32>> {
@@ -200,7 +218,7 @@ impl Shmem {
     /// gets the handle; non-members' report `my_pe() == None`. Errors: bad
     /// range, PEs passing different arguments, no free team slot.
     pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
-        let p = self.check_team(parent, "team_split_strided");
+        let p = self.check_team(parent, "team_split_strided").and_then(|p| self.engine_can_split(p));
         let local = p.and_then(|p| {
             let bad = |why: &str| Error::Config {
                 name: "team_split_strided".into(),
@@ -242,7 +260,7 @@ impl Shmem {
     /// team) (`nvshmem_team_split_2d`); returns (x, y) as this PE sees them.
     /// `xrange` larger than the parent is clamped to it.
     pub fn team_split_2d(&self, parent: &Team, xrange: usize) -> Result<(Team, Team)> {
-        let local = self.check_team(parent, "team_split_2d").and_then(|p| {
+        let local = self.check_team(parent, "team_split_2d").and_then(|p| self.engine_can_split(p)).and_then(|p| {
             if xrange == 0 {
                 return Err(Error::Config {
                     name: "team_split_2d".into(),
