@@ -218,4 +218,3 @@ pub unsafe extern "ptx-kernel" fn team_alternate(
         }
     }
 }
-
