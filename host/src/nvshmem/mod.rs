@@ -24,6 +24,7 @@ use crate::bootstrap::Bootstrap;
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaContext};
 use ffi::{InitAttr, Lib, UniqueId, INIT_WITH_UNIQUEID};
+use gpushmem_kernels::abi::ENGINE_TEAM_INVALID;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
@@ -193,9 +194,9 @@ impl Runtime {
     /// `nvshmem_team_split_strided` of NVSHMEM team `parent` (members `start`,
     /// `start + stride`, …, `size` of them, numbered in `parent`); collective
     /// over `parent`'s members, which alone may call it. The new team's handle,
-    /// or [`ENGINE_TEAM_INVALID`](gpushmem_kernels::abi::ENGINE_TEAM_INVALID) on a PE outside it.
+    /// or [`ENGINE_TEAM_INVALID`] on a PE outside it.
     pub fn team_split_strided(&self, parent: i32, start: usize, stride: usize, size: usize) -> Result<i32> {
-        let mut team = gpushmem_kernels::abi::ENGINE_TEAM_INVALID;
+        let mut team = ENGINE_TEAM_INVALID;
         let int = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
         // SAFETY: NVSHMEM is initialised; no config (mask 0); `team` outlives the call.
         let status = unsafe {
@@ -208,7 +209,7 @@ impl Runtime {
     /// members and the columns across them; collective over `parent`'s
     /// members. The (x, y) handles as this PE sees them.
     pub fn team_split_2d(&self, parent: i32, xrange: usize) -> Result<(i32, i32)> {
-        let (mut x, mut y) = (gpushmem_kernels::abi::ENGINE_TEAM_INVALID, gpushmem_kernels::abi::ENGINE_TEAM_INVALID);
+        let (mut x, mut y) = (ENGINE_TEAM_INVALID, ENGINE_TEAM_INVALID);
         let xr = i32::try_from(xrange).unwrap_or(i32::MAX);
         // SAFETY: as `team_split_strided`.
         let status =
@@ -219,7 +220,7 @@ impl Runtime {
     /// `nvshmem_team_destroy` (collective over the team's members; a no-op for
     /// an invalid handle).
     pub fn team_destroy(&self, team: i32) {
-        if team != gpushmem_kernels::abi::ENGINE_TEAM_INVALID {
+        if team != ENGINE_TEAM_INVALID {
             // SAFETY: a team this PE created and has not destroyed.
             unsafe { (self.lib.team_destroy)(team) }
         }

@@ -63,18 +63,13 @@ macro_rules! by_group {
     };
 }
 
-/// `team`'s NVSHMEM handle, after the membership check every team call makes.
-#[inline(always)]
-fn handle(team: Team, call: &CStr) -> c_int {
-    member_desc(team, call);
-    engine_handle(team, call)
-}
-
 /// `nvshmem[x]_barrier[_warp|_block]` when `complete`, else
 /// `nvshmem[x]_team_sync[_warp|_block]`, on `team`.
 #[inline(always)]
 pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr) {
-    let h = handle(team, call);
+    // The collectives check membership before they call in; the barriers come straight here.
+    member_desc(team, call);
+    let h = engine_handle(team, call);
     // SAFETY: collective over the team's members, called by the group
     // (documented on the public functions); `h` is the team's NVSHMEM handle.
     unsafe {
@@ -99,7 +94,7 @@ pub(crate) unsafe fn broadcast(
     g: Group,
     call: &CStr,
 ) {
-    let h = handle(team, call);
+    let h = engine_handle(team, call);
     by_group!(
         g.kind,
         [nvshmem_broadcastmem, nvshmemx_broadcastmem_warp, nvshmemx_broadcastmem_block](
@@ -123,7 +118,7 @@ pub(crate) unsafe fn fcollect(
     g: Group,
     call: &CStr,
 ) {
-    let h = handle(team, call);
+    let h = engine_handle(team, call);
     by_group!(
         g.kind,
         [nvshmem_fcollectmem, nvshmemx_fcollectmem_warp, nvshmemx_fcollectmem_block](h, dest.cast(), src.cast(), bytes)
@@ -141,7 +136,7 @@ pub(crate) unsafe fn alltoall(
     g: Group,
     call: &CStr,
 ) {
-    let h = handle(team, call);
+    let h = engine_handle(team, call);
     by_group!(
         g.kind,
         [nvshmem_alltoallmem, nvshmemx_alltoallmem_warp, nvshmemx_alltoallmem_block](h, dest.cast(), src.cast(), bytes)
@@ -269,7 +264,7 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     call: &CStr,
 ) {
     // SAFETY: forwarded.
-    unsafe { by_type(op, false, g.kind, handle(team, call), dest, src, n) }
+    unsafe { by_type(op, false, g.kind, engine_handle(team, call), dest, src, n) }
 }
 
 /// `nvshmem[x]_<type>_<op>_reducescatter[_warp|_block]`.
@@ -286,5 +281,5 @@ pub(crate) unsafe fn reducescatter<T: Reducible>(
     call: &CStr,
 ) {
     // SAFETY: forwarded.
-    unsafe { by_type(op, true, g.kind, handle(team, call), dest, src, n) }
+    unsafe { by_type(op, true, g.kind, engine_handle(team, call), dest, src, n) }
 }
