@@ -12,7 +12,8 @@ existed have none: engine native assumed). Rows are joined on (test, size)
 where both files have them, plus these pairings:
 
 - put_signal_pingpong (ours, size 8) against NVSHMEM's put_signal_pingpong and
-  signal_pingpong (size 8);
+  signal_pingpong (size 8); signal_relaxed_pingpong (ours: signal_op_relaxed,
+  NVSHMEM's signal_op semantics) against NVSHMEM's signal_pingpong;
 - init and malloc_1gib (ours: size = number of PEs) against NVSHMEM's (size 1);
 - barrier_all_block (ours: size = PEs) against NVSHMEM's (1 PE), marked so.
 
@@ -106,6 +107,7 @@ def pairs(ours, ours_order, theirs):
     out = []
     special_theirs = {
         "put_signal_pingpong": [("put_signal_pingpong", 8), ("signal_pingpong", 8)],
+        "signal_relaxed_pingpong": [("signal_pingpong", 8)],
         "init": [("init", 1)],
         "malloc_1gib": [("malloc_1gib", 1)],
         "barrier_all_block": [("barrier_all_block", 1)],

@@ -12,6 +12,8 @@
 # nvshmem (NVSHMEM's ping-pong, its placement sweep and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profiles of the one-kernel
 # ping-pong: library put_signal, hand-written release/acquire, library signal_op),
+# ncu-engine (the same ping-pong on the NVSHMEM engine, modes 0, 7 and 10, beside NVSHMEM's
+# own ping-pong kernels: SASS with stall samples as CSV; not in the default set),
 # nvshmem-engine (the ring, moe and halo examples built for the NVSHMEM engine,
 # as 1 PE and as 2 processes; not in the default set),
 # engine-perf (issue 16: the one-PE benchmarks side by side, each in two interleaved rounds:
@@ -87,7 +89,7 @@ if has nvshmem-suite; then
     step nvshmem-suite-1pe-smoke 120 env GPUSHMEM_ENGINE=nvshmem ./gpu-nvshmem --test-threads 1 smoke::
     step nvshmem-suite-1pe-wait 120 env GPUSHMEM_ENGINE=nvshmem ./gpu-nvshmem --test-threads 1 wait::table_1pe
     step nvshmem-suite-processes 480 env GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TEST_ALL_AS_PROCESSES=1 ./gpu-nvshmem \
-      --test-threads 1 --skip collective:: --skip team:: --skip stream::collectives --skip stress:: --skip _8pe --skip pipeline_2pe
+      --test-threads 1 --skip stream::collectives --skip stress:: --skip _8pe --skip pipeline_2pe
   else
     echo "verify nvshmem-suite: not run: gpu-nvshmem was not staged (scripts/device.sh)"; rc=1
   fi
@@ -186,6 +188,30 @@ if has ncu; then
     done
   else
     echo "verify ncu: ncu not found"
+  fi
+fi
+if has ncu-engine; then
+  # Issue 16: why the NVSHMEM-engine ping-pong is slower than NVSHMEM's C++ one.
+  # The same one-kernel ping-pong (two blocks of PE 0) on the NVSHMEM engine,
+  # modes 0 (put_signal_nbi), 7 (signal_op) and 10 (signal_op_relaxed), and
+  # NVSHMEM's own two ping-pong kernels; SASS with stall samples as CSV.
+  ncu=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+  if [ -z "$ncu" ]; then
+    echo "verify ncu-engine: ncu not found"; rc=1
+  else
+    [ -x /tmp/nvb/run-nvshmem-perf ] || step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb
+    sections=(--section WarpStateStats --section SourceCounters)
+    for mode in 0 7 10; do
+      step "ncu-engine-mode$mode" 120 env GPUSHMEM_ENGINE=nvshmem "$ncu" --clock-control none --kernel-name pingpong_blocks \
+        --launch-skip $((4 * mode + 3)) --launch-count 1 "${sections[@]}" --export "$logs/engine-mode$mode" --force-overwrite \
+        ./gpushmem-perf-nvshmem pingpong-blocks --warmup 3 --reps 1
+      "$ncu" --import "$logs/engine-mode$mode.ncu-rep" --page source --csv --print-source sass >"$logs/ncu-engine-sass-mode$mode.csv" 2>&1
+    done
+    for k in pingpong_put_signal pingpong_signal; do
+      nvshmem_step "ncu-cpp-$k" 120 "$ncu" --clock-control none --kernel-name "$k" --launch-skip 3 --launch-count 1 \
+        "${sections[@]}" --export "$logs/cpp-$k" --force-overwrite /tmp/nvb/run-nvshmem-perf pingpong --reps 3 --warmup 3
+      "$ncu" --import "$logs/cpp-$k.ncu-rep" --page source --csv --print-source sass >"$logs/ncu-cpp-sass-$k.csv" 2>&1
+    done
   fi
 fi
 if has multigpu; then

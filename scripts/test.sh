@@ -12,6 +12,23 @@ for k in tests/kernels examples/*-kernels host/builtin bench/kernels; do
   cargo fmt --check --manifest-path "$k/Cargo.toml"
 done
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# Clippy on the device code for nvptx64, as gpushmem-build compiles it, on both
+# engines: the device library and every kernel crate.
+nvptx_clippy() { # nvptx_clippy EXTRA_RUSTFLAGS CARGO_ARGS...
+  local flags=$1
+  shift
+  RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=sm_90$flags" cargo clippy --quiet \
+    --target nvptx64-nvidia-cuda -Zbuild-std=core --target-dir target/clippy-nvptx "$@" -- -D warnings
+}
+nvshmem_flags=$'\x1f--cfg\x1fgpushmem_nvshmem'
+nvptx_clippy "" -p gpushmem-kernels
+nvptx_clippy "$nvshmem_flags" -p gpushmem-kernels --features nvshmem
+for k in tests/kernels examples/*-kernels host/builtin bench/kernels; do
+  nvptx_clippy "" --manifest-path "$k/Cargo.toml"
+  nvptx_clippy "$nvshmem_flags" --manifest-path "$k/Cargo.toml" --features gpushmem-kernels/nvshmem
+done
+# The device API's rustdoc (nvptx64), checked to show the device functions.
+bash scripts/doc.sh
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"

@@ -51,10 +51,12 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 }
 
 /// Rows of `gpushmem-perf scopes`: each ordering choice of the ping-pong kernel
-/// `pingpong_mode` (modes 0-9, see its doc), µs per round trip. Mode 0 (the
+/// `pingpong_mode` (modes 0-10, see its doc), µs per round trip. Mode 0 (the
 /// library's `put_signal_nbi` + `signal_wait_until`) is also `pingpong`'s row;
-/// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`.
-const MODES: [&str; 10] = [
+/// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`,
+/// and so does mode 10 (`signal_op_relaxed` + `signal_wait_until_relaxed`, the
+/// same unordered semantics as NVSHMEM's).
+const MODES: [&str; 11] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -65,6 +67,7 @@ const MODES: [&str; 10] = [
     "signal_pingpong",
     "pingpong_mode_8_volatile_floor",
     "pingpong_mode_9_release_gpu_poll_gpu_ld_acquire_gpu",
+    "signal_relaxed_pingpong",
 ];
 
 /// How a ping-pong kernel runs: `pingpong_mode` between two PEs (one block
@@ -122,17 +125,23 @@ fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32], placements: usize) -> B
 
 /// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
 /// With `--one-pe`: between two blocks of PE 0, and `signal_pingpong` (mode 7,
-/// `signal_op` SET without payload) beside it, as NVSHMEM's one-PE program measures both.
+/// `signal_op` SET without payload) beside it, as NVSHMEM's one-PE program measures both;
+/// both shapes also `signal_relaxed_pingpong` (mode 10, `signal_op_relaxed`).
 pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
     if o.one_pe {
-        let us = pingpong_modes(o, Sides::TwoBlocks, &[0, 7], 1)?;
+        let us = pingpong_modes(o, Sides::TwoBlocks, &[0, 7, 10], 1)?;
         return Ok(vec![
             Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip"),
             Row::new("signal_pingpong", 8, us[1][0], None, "us/round trip"),
+            Row::new("signal_relaxed_pingpong", 8, us[2][0], None, "us/round trip"),
         ]);
     }
-    let us = pingpong_modes(o, Sides::TwoPes, &[0], 1)?;
-    Ok(vec![Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip")])
+    let us = pingpong_modes(o, Sides::TwoPes, &[0, 7, 10], 1)?;
+    Ok(vec![
+        Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip"),
+        Row::new("signal_pingpong", 8, us[1][0], None, "us/round trip"),
+        Row::new("signal_relaxed_pingpong", 8, us[2][0], None, "us/round trip"),
+    ])
 }
 
 /// What each ordering choice costs in a signal ping-pong: every mode of [`MODES`].

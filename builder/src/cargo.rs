@@ -96,7 +96,7 @@ pub(crate) fn build_kernel_crate(
         }
     };
     cmd.args(["--target", NVPTX_TARGET, "-Zbuild-std=core"])
-        .args(["--message-format", "json-render-diagnostics"])
+        .args(["--message-format", "json"])
         .args(["--config", &format!("profile.{profile}.lto=\"fat\"")])
         .args(["--config", &format!("profile.{profile}.panic=\"abort\"")])
         .args(["--config", &format!("profile.{profile}.codegen-units=1")])
@@ -117,6 +117,10 @@ pub(crate) fn build_kernel_crate(
     for line in BufReader::new(child.stdout.take().expect("piped")).lines() {
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if msg["reason"] == "compiler-message" {
+            forward_diagnostic(&msg["message"]);
+            continue;
+        }
         if msg["reason"] != "compiler-artifact" {
             continue;
         }
@@ -154,6 +158,26 @@ pub(crate) fn build_kernel_crate(
         }
     };
     Ok(KernelBuild { crate_name, ptx, bitcode, sources })
+}
+
+/// Passes one rustc diagnostic of the kernel build on to the user: warnings
+/// as `cargo:warning=` lines (cargo shows them in the user's build output even
+/// when the build succeeds), everything else on stderr (shown when it fails).
+/// rustc's closing count ("N warnings emitted") is left out.
+fn forward_diagnostic(m: &serde_json::Value) {
+    let Some(rendered) = m["rendered"].as_str() else { return };
+    let summary = m["spans"].as_array().is_none_or(|s| s.is_empty())
+        && m["message"].as_str().is_some_and(|t| t.ends_with("emitted"));
+    if summary {
+        return;
+    }
+    if m["level"] == "warning" {
+        for line in rendered.trim_end().lines() {
+            println!("cargo:warning=(kernel crate) {line}");
+        }
+    } else {
+        eprint!("{rendered}");
+    }
 }
 
 /// The source files named in cargo's dep-info file (`<artifact>.d`), leaving

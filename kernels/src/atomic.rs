@@ -15,26 +15,70 @@ use core::ffi::CStr;
 /// A word the remote atomics work on. Implemented for `u32`, `u64`, `i32`, `i64`.
 pub trait AtomicWord: bytemuck::Pod + PartialOrd {
     /// `atom.add`, returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
     /// `red.add`.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn add(p: *mut Self, v: Self);
     /// `red.and` / `red.or` / `red.xor`: no result, no round trip.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn red_bitwise(p: *mut Self, v: Self, op: Bitwise);
     /// `atom.and`, returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn fetch_and(p: *mut Self, v: Self) -> Self;
     /// `atom.or`, returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn fetch_or(p: *mut Self, v: Self) -> Self;
     /// `atom.xor`, returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn fetch_xor(p: *mut Self, v: Self) -> Self;
     /// `atom.exch`, returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn swap(p: *mut Self, v: Self) -> Self;
     /// `atom.cas`: stores `v` if the word equals `cond`; returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self;
     /// `ld.relaxed.sys`.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn load(p: *const Self) -> Self;
     /// `ld.acquire`, at the job's scope (`.gpu` when every PE shares this GPU, else `.sys`).
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn load_acquire(p: *const Self) -> Self;
     /// `st.relaxed.sys`.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn store(p: *mut Self, v: Self);
     /// The value one.
     const ONE: Self;
@@ -258,6 +302,10 @@ pub unsafe fn atomic_set<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 /// A float the hardware adds atomically (`atom.add.f32`/`.f64`, sm_60+).
 pub trait AtomicFloat: bytemuck::Pod {
     /// `atom.add`, returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a valid, naturally aligned global address: this GPU's memory or
+    /// a peer's heap mapped into it.
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self;
 }
 

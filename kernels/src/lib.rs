@@ -13,15 +13,18 @@
 //!   with `_warp` and `_block` variants.
 //! - `sync` — `fence`, `quiet`, `barrier_all`, `sync_all`.
 //! - `team` — `Team`, `TEAM_WORLD`, `team_my_pe`, `team_n_pes`, `team_translate_pe`.
-//! - `signal` — `put_signal(_nbi)` (thread/warp/block), `signal_op`, `signal_fetch`, `signal_wait_until`.
+//! - `signal` — `put_signal(_nbi)` (thread/warp/block), `signal_op`, `signal_fetch`,
+//!   `signal_wait_until`, and the relaxed `signal_op_relaxed` / `signal_wait_until_relaxed`.
 //! - `collective` — `broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter` over a team.
-//! - [`reduce`] — reduction operators and element types (`F16`, `Bf16`), shared with the host.
+//! - [`reduce`](mod@reduce) — reduction operators and element types (`F16`, `Bf16`), shared with the host.
 //! - `atomic` — remote atomics on `u32`/`u64`/`i32`/`i64` (and float add).
 //! - `wait` — `wait_until*`/`test*` on local symmetric memory, and the bounded
 //!   spin every wait uses (traps with a message after the state's timeout).
-//! - `debug` — argument checks (PE range, heap bounds) behind the state's debug flag.
-//! - `ptx` — the inline-PTX primitives, each citing the PTX ISA section it relies on.
+//! - `thread` — `thread_idx`, `block_idx`, `block_dim`, `grid_dim`, `global_idx`,
+//!   `sync_block`, `sync_warp`: the launch geometry and block/warp sync, safe.
 //!
+//! - `debug`, `ptx` (internal) — the argument checks (PE range, heap bounds, behind
+//!   the state's debug flag) and the inline-PTX primitives, each citing the PTX ISA.
 //! - `engine` (internal) — the seam: the few operations every topic module
 //!   calls, one file per engine (below).
 //!
@@ -35,16 +38,15 @@
 //!   `nvshmem_quiet`, `nvshmemx_barrier_all_block`, `nvshmem_uint64_atomic_fetch_add`…),
 //!   declared `extern "C"` and resolved when the builder links NVSHMEM's LLVM
 //!   bitcode (NVSHMEM 3.4.5's `libnvshmem_device.bc` defines every one used).
-//!   The argument checks ([`debug`]) and the bounded waits (`wait_until*`,
+//!   The argument checks (`debug`) and the bounded waits (`wait_until*`,
 //!   `test*`, `signal_wait_until`, on local memory) are this crate's on both
 //!   engines: the host installs [`GPUSHMEM_STATE`] on both, with NVSHMEM's heap.
-//!   Not available on this engine yet (compiled out, so a kernel that uses them
-//!   does not build): `team` (`Team`, `TEAM_WORLD`, `team_my_pe`, `team_n_pes`,
-//!   `team_translate_pe`), the team forms of `sync` (`barrier(team)`,
-//!   `team_sync(team)` and their `_warp`/`_block` forms) and `collective`
-//!   (`broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter`).
+//!   Teams and collectives lower to NVSHMEM's team functions on the team's
+//!   `nvshmem_team_t` (which the host makes with `nvshmem_team_split_*`); the
+//!   team queries (`team_my_pe`, `team_n_pes`, `team_translate_pe`) stay ours.
 //!   Differences, documented per call: `signal_op` issues `nvshmem_fence`
-//!   before `nvshmemx_signal_op` to keep its release guarantee; `p`/`g` and
+//!   before `nvshmemx_signal_op` to keep its release guarantee
+//!   (`signal_op_relaxed` is `nvshmemx_signal_op` alone); `p`/`g` and
 //!   `iput`/`iget` need an element of a size NVSHMEM has a function for, with
 //!   alignment equal to its size (else a compile error); float atomic add is a
 //!   compare-and-swap loop; the table below describes the native engine, and
@@ -73,8 +75,11 @@ pub mod atomic;
 pub mod collective;
 #[cfg(all(target_arch = "nvptx64", not(feature = "nvshmem")))]
 mod copy;
+// The NVSHMEM engine uses a subset of the checks and primitives the native
+// engine needs.
 #[cfg(target_arch = "nvptx64")]
-pub mod debug;
+#[cfg_attr(feature = "nvshmem", allow(dead_code))]
+mod debug;
 #[cfg(target_arch = "nvptx64")]
 mod engine;
 #[cfg(target_arch = "nvptx64")]
@@ -82,7 +87,8 @@ mod group;
 #[cfg(target_arch = "nvptx64")]
 pub mod pe;
 #[cfg(target_arch = "nvptx64")]
-pub mod ptx;
+#[cfg_attr(feature = "nvshmem", allow(dead_code))]
+mod ptx;
 #[cfg(target_arch = "nvptx64")]
 pub mod rma;
 #[cfg(target_arch = "nvptx64")]
@@ -91,6 +97,8 @@ pub mod signal;
 pub mod sync;
 #[cfg(target_arch = "nvptx64")]
 pub mod team;
+#[cfg(target_arch = "nvptx64")]
+pub mod thread;
 #[cfg(target_arch = "nvptx64")]
 pub mod wait;
 

@@ -155,6 +155,9 @@ pub unsafe fn red_release_add_u64(p: *mut u64, v: u64) {
 /// `p` is valid, 4-byte aligned global memory that does not change while a
 /// kernel of this module runs; `size_of::<T>()` is a multiple of 4.
 #[inline(always)]
+// `nomem` on purpose: the memory read is invariant for the kernel (the
+// contract above), which is what lets LLVM keep the value across fences.
+#[allow(clippy::pointers_in_nomem_asm_block)]
 pub unsafe fn ld_invariant<T: bytemuck::Pod>(p: *const T) -> T {
     let mut out = T::zeroed();
     let words = core::mem::size_of::<T>() / 4;

@@ -1,5 +1,7 @@
 //! Signals: a put that carries its own completion flag (`put_signal`), and
-//! the signal word operations (`signal_op`, `signal_fetch`, `signal_wait_until`).
+//! the signal word operations (`signal_op`, `signal_fetch`, `signal_wait_until`),
+//! and their relaxed forms for flags that carry no data
+//! (`signal_op_relaxed`, `signal_wait_until_relaxed`).
 //!
 //! Ordering of `put_signal*`: the data stores (split over the group), a group
 //! barrier, then one thread updates the signal on the target with a
@@ -56,6 +58,50 @@ pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
 #[inline(always)]
 pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
     wait::wait_until_named(sig, cmp, value, c"signal_wait_until")
+}
+
+/// Updates the signal `sig` on `pe` atomically with **no ordering**
+/// (relaxed): NVSHMEM's own `nvshmemx_signal_op` semantics, for flags that
+/// carry no data.
+///
+/// The guarantee is exactly: the update is atomic and reaches `pe`'s word
+/// eventually; nothing this thread wrote before it (puts, stores, atomics) is
+/// ordered before it. A consumer that sees the new value may still read
+/// stale data, so use it for a "go"/"done" flag whose reader touches no data
+/// that the signaller wrote (a ping-pong, a credit counter), or after an
+/// explicit [`fence`](crate::sync::fence)/[`quiet`](crate::sync::quiet) that
+/// already ordered the data. When the flag publishes data, use
+/// [`signal_op`] (a release): the litmus test `litmus::mp_signal_op_4pe`
+/// checks the release and runs this relaxed form as its control.
+///
+/// Per engine: native, one relaxed system-scope store (`SET`) or
+/// `red.relaxed.sys.add` (`ADD`) on the peer's word. NVSHMEM:
+/// `nvshmemx_signal_op` with no fence before it.
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
+#[inline(always)]
+pub unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
+    debug::check_remote_elem(sig, pe, c"signal_op_relaxed");
+    engine::signal_op_relaxed(sig, value, op, pe, c"signal_op_relaxed")
+}
+
+/// Waits until the local signal `sig <cmp> value`, **without acquiring**:
+/// returns the value a relaxed load saw satisfy the condition. Bounded by the
+/// state's timeout (the same message as [`signal_wait_until`]).
+///
+/// Nothing is ordered after the return: reads that follow may see data older
+/// than what the signaller wrote before its signal. Pair it with
+/// [`signal_op_relaxed`] for flags that carry no data; for a flag that
+/// publishes data use [`signal_wait_until`]. On the NVSHMEM engine it also
+/// skips NVSHMEM's post-wait step (its fence and, on a proxy transport, the
+/// consistency operation at the target).
+///
+/// # Safety
+/// As [`signal_fetch`].
+#[inline(always)]
+pub unsafe fn signal_wait_until_relaxed(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
+    wait::wait_until_relaxed_named(sig, cmp, value, c"signal_wait_until_relaxed")
 }
 
 #[inline(always)]

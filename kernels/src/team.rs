@@ -5,8 +5,10 @@
 //! slot 0. Each team has its own barrier state in the heap, so barriers of
 //! different teams never mix rounds.
 
+#[cfg(feature = "nvshmem")]
+use crate::abi;
 use crate::abi::{TeamDesc, MAX_TEAMS, NOT_A_MEMBER};
-use crate::{abi, debug, state};
+use crate::{debug, state};
 
 /// A team, as kernels receive it: its slot in the team table.
 #[repr(transparent)]
@@ -16,23 +18,36 @@ pub struct Team(pub u32);
 /// All PEs (`NVSHMEM_TEAM_WORLD`).
 pub const TEAM_WORLD: Team = Team(0);
 
-/// This PE's view of `team`; with debug checks on, traps for an invalid or unused slot.
+/// This PE's view of `team`; traps for a slot out of range or unused
+/// (destroyed or never created), whether or not debug checks are on.
+///
+/// Always checked because [`Team`] is a plain slot number a kernel may be
+/// handed: out of range, the read would leave the table; unused, the zeroed
+/// descriptor would send a barrier to slot 0's peers. The checks cost one
+/// compare before the descriptor's load and one on its `size` after it, no
+/// extra load.
 #[inline(always)]
 pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
     let s = state();
-    if s.flags & abi::FLAG_DEBUG_CHECKS != 0 {
-        // SAFETY: checked in range before the read.
-        let valid = team.0 < MAX_TEAMS
-            && unsafe { crate::ptx::ld_invariant((s.teams as *const TeamDesc).add(team.0 as usize)).size != 0 };
-        if !valid {
-            debug::fail(
-                c"gpushmem: %s: team %llu is not a valid team (destroyed, never created, or out of range) on PE %llu\n",
-                &[call.as_ptr() as u64, team.0 as u64, s.my_pe as u64],
-            );
-        }
+    if team.0 >= MAX_TEAMS {
+        invalid(team, call);
     }
-    // SAFETY: the host installs a `[TeamDesc; MAX_TEAMS]` table before any launch.
-    unsafe { crate::ptx::ld_invariant((s.teams as *const TeamDesc).add(team.0 as usize)) }
+    // SAFETY: the host installs a `[TeamDesc; MAX_TEAMS]` table before any
+    // launch, and `team.0 < MAX_TEAMS` (checked above).
+    let d = unsafe { crate::ptx::ld_invariant((s.teams as *const TeamDesc).add(team.0 as usize)) };
+    if d.size == 0 {
+        invalid(team, call);
+    }
+    d
+}
+
+#[cold]
+#[inline(never)]
+fn invalid(team: Team, call: &core::ffi::CStr) -> ! {
+    debug::fail(
+        c"gpushmem: %s: team %llu is not a valid team (destroyed, never created, or out of range) on PE %llu\n",
+        &[call.as_ptr() as u64, team.0 as u64, state().my_pe as u64],
+    )
 }
 
 /// Like [`desc`], and traps unless this PE is a member (always checked: a
@@ -88,10 +103,7 @@ pub fn team_translate_pe(src: Team, pe: i32, dest: Team) -> i32 {
 pub(crate) fn engine_handle(team: Team, call: &core::ffi::CStr) -> i32 {
     let s = state();
     if team.0 >= MAX_TEAMS {
-        debug::fail(
-            c"gpushmem: %s: team %llu is out of range on PE %llu\n",
-            &[call.as_ptr() as u64, team.0 as u64, s.my_pe as u64],
-        );
+        invalid(team, call);
     }
     let at = (s.teams + abi::ENGINE_TEAMS_OFFSET) as *const i32;
     // SAFETY: the host installs the `[i32; MAX_TEAMS]` after the descriptors; `team.0` is in range.

@@ -66,7 +66,10 @@ fn poll<R>(mut step: impl FnMut() -> Option<R>) -> Result<R, u64> {
             return Ok(r);
         }
         n = n.wrapping_add(1);
-        if timeout != 0 && n % POLLS_PER_CLOCK_READ == 0 && ptx::global_timer_ns().wrapping_sub(start) > timeout {
+        if timeout != 0
+            && n.is_multiple_of(POLLS_PER_CLOCK_READ)
+            && ptx::global_timer_ns().wrapping_sub(start) > timeout
+        {
             return Err(timeout);
         }
     }
@@ -102,16 +105,23 @@ struct Awaited<'a> {
 /// (another writer resetting it) still ends the wait, as in NVSHMEM.
 #[inline(always)]
 unsafe fn spin_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + Copy, a: Awaited) -> T {
+    let v = poll_word(word, holds, a);
+    acquire_observed(word);
+    v
+}
+
+/// Polls `word` with relaxed loads until `holds(*word)`; no acquire, no
+/// engine step after it (the relaxed waits, and [`spin_word`] before its
+/// acquire). Traps with the timeout message of `a`.
+#[inline(always)]
+unsafe fn poll_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + Copy, a: Awaited) -> T {
     // `holds` by value (`move`, `Copy`): a captured reference would put the
     // wait's arguments in local memory and re-load them on every poll.
     match poll(move || {
         let v = T::load(word);
         holds(v).then_some(v)
     }) {
-        Ok(v) => {
-            acquire_observed(word);
-            v
-        }
+        Ok(v) => v,
         Err(t) => timed_out(a.what, t, word as u64, a.cmp, a.value, wide(T::load(word)), a.signed),
     }
 }
@@ -206,6 +216,17 @@ pub unsafe fn wait_until<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> T
 #[inline(always)]
 pub(crate) unsafe fn wait_until_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T, what: &CStr) -> T {
     spin_word(
+        ivar,
+        move |v| cmp.holds(v, value),
+        Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },
+    )
+}
+
+/// [`wait_until_named`] without the acquire: returns once a relaxed load saw
+/// `*ivar <cmp> value`, and orders nothing (the relaxed signal wait).
+#[inline(always)]
+pub(crate) unsafe fn wait_until_relaxed_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T, what: &CStr) -> T {
+    poll_word(
         ivar,
         move |v| cmp.holds(v, value),
         Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },

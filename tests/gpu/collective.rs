@@ -89,7 +89,12 @@ impl TeamSpec {
 }
 
 /// The teams of the tests on `n` PEs: the world and teams that skip PEs.
+/// The world only on the NVSHMEM engine with PEs sharing a GPU (NVSHMEM
+/// cannot split teams there: `team::split_sharing_gpu` checks the refusal).
 fn team_specs(n: usize) -> Vec<TeamSpec> {
+    if nvshmem_shares_gpu(n) {
+        return vec![TeamSpec::World];
+    }
     match n {
         2 => vec![TeamSpec::World, TeamSpec::Strided(1, 1, 1)],
         4 => vec![TeamSpec::World, TeamSpec::Strided(1, 2, 2)],
@@ -304,6 +309,21 @@ const REDUCE_TYPES: [(&str, &[(u32, u32)]); 12] = [
     ("bf16", &[(3, WARP), (4, THREAD)]),
 ];
 
+/// On the NVSHMEM engine the test kernels have fewer reductions (PTX size:
+/// tests/kernels/src/coll.rs): u32 with the block forms, f32 with the block
+/// forms and the thread `reduce`. (Index in `REDUCE_TYPES`, extra forms.)
+const NVSHMEM_REDUCE_TYPES: [(usize, &[(u32, u32)]); 2] = [(4, &[]), (8, &[(3, THREAD)])];
+
+/// The extra (kind, form) pairs of type `ty` that the test kernels of this
+/// engine have.
+fn extra_forms(ty: usize) -> &'static [(u32, u32)] {
+    if engine() == gpushmem::Engine::Nvshmem {
+        NVSHMEM_REDUCE_TYPES.iter().find(|t| t.0 == ty).map_or(&[], |t| t.1)
+    } else {
+        REDUCE_TYPES[ty].1
+    }
+}
+
 type SourceFn = fn(&Case, u64) -> Vec<u8>;
 type ExpectedFn = fn(&Case, &[Vec<u8>], usize) -> Vec<u8>;
 
@@ -376,7 +396,7 @@ fn copy_batch(n: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
 /// Reduce and reducescatter on type `REDUCE_TYPES[ty]`: every operator that
 /// applies, every compiled form, every team; sizes in turn.
 fn reduce_batch(n: usize, ty: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
-    let (name, extra) = REDUCE_TYPES[ty];
+    let (name, extra) = (REDUCE_TYPES[ty].0, extra_forms(ty));
     let (esize, integer, source, expected) = type_fns(ty);
     let ops: &[ReduceOp] = if integer { &OPS } else { &OPS[..4] };
     let mut cases = Vec::new();
@@ -628,7 +648,8 @@ pub fn matrix(n: usize) -> TestResult {
 }
 
 /// A smaller matrix (copies; reductions on u32, f32, bf16 — between them every
-/// form of both reductions), for the process-mode variants.
+/// form of both reductions), for the process-mode variants. On the NVSHMEM
+/// engine: the copies in every form, reductions on `NVSHMEM_REDUCE_TYPES`.
 pub fn quick(n: usize) -> TestResult {
     quick_with(n, false)
 }
@@ -637,7 +658,12 @@ fn quick_with(n: usize, debug_checks: bool) -> TestResult {
     let specs = team_specs(n);
     let sizes = [1, 33, 4099];
     let mut batches = vec![copy_batch(n, &specs, &sizes)];
-    batches.extend([4, 8, 11].map(|ty| reduce_batch(n, ty, &specs, &sizes)));
+    let types: Vec<usize> = if engine() == gpushmem::Engine::Nvshmem {
+        NVSHMEM_REDUCE_TYPES.iter().map(|t| t.0).collect()
+    } else {
+        vec![4, 8, 11]
+    };
+    batches.extend(types.into_iter().map(|ty| reduce_batch(n, ty, &specs, &sizes)));
     run_batches(n, &batches, &specs, debug_checks)
 }
 
@@ -862,6 +888,7 @@ pub fn misuse_child(name: &str) -> gpushmem::Result<()> {
     let buf = shmem.calloc::<f32>(16)?;
     let (what, team) = match name {
         "misuse_team_invalid" => (0u32, 31u32),
+        "misuse_team_out_of_range" => (0, 1000),
         "misuse_reduce_and_f32" => (1, 0),
         _ => (2, 0),
     };
@@ -872,7 +899,13 @@ pub fn misuse_child(name: &str) -> gpushmem::Result<()> {
 }
 
 fn expect_misuse(scenario: &str, needles: &[&str]) -> TestResult {
-    let (_, text, took) = crate::errors::child(scenario, &[("GPUSHMEM_DEBUG_CHECKS", "1")], Duration::from_secs(60))?;
+    expect_misuse_with(scenario, needles, "1")
+}
+
+/// [`expect_misuse`] with `GPUSHMEM_DEBUG_CHECKS=debug_checks` in the child.
+fn expect_misuse_with(scenario: &str, needles: &[&str], debug_checks: &str) -> TestResult {
+    let (_, text, took) =
+        crate::errors::child(scenario, &[("GPUSHMEM_DEBUG_CHECKS", debug_checks)], Duration::from_secs(60))?;
     for n in needles.iter().chain(&["HOST-SAW-ERROR"]) {
         if !text.contains(n) {
             return Err(format!("{scenario}: expected {n:?} in its output:\n{text}").into());
@@ -891,6 +924,15 @@ fn expect_misuse(scenario: &str, needles: &[&str]) -> TestResult {
 /// A barrier on team slot 31, never created, traps naming the call and the slot.
 pub fn team_invalid_traps() -> TestResult {
     expect_misuse("misuse_team_invalid", &["barrier: team 31 is not a valid team", "on PE 0"])
+}
+
+/// With debug checks off, a barrier on team slot 1000 (past the table) and
+/// on slot 31 (never created) still traps before reading the team table:
+/// `Team` is a plain slot number, and safe device code must not reach memory
+/// outside the table through it.
+pub fn team_out_of_range_traps_unchecked() -> TestResult {
+    expect_misuse_with("misuse_team_out_of_range", &["barrier: team 1000 is not a valid team", "on PE 0"], "0")?;
+    expect_misuse_with("misuse_team_invalid", &["barrier: team 31 is not a valid team", "on PE 0"], "0")
 }
 
 /// A barrier on a team this PE is not in traps naming the PE.

@@ -42,6 +42,13 @@ pub fn device_wait_s() -> u64 {
 /// Set in the PE processes of a test's process-mode variant (see `main.rs`).
 pub const IN_JOB: &str = "GPUSHMEM_TEST_IN_JOB";
 
+/// Whether a job of `n` PEs on the NVSHMEM engine puts several PEs on one
+/// GPU (more PEs than GPUs): NVSHMEM 3.4.5 cannot split teams there, so
+/// `team_split_*` refuses with `Error::Engine` and the tests use the world only.
+pub fn nvshmem_shares_gpu(n: usize) -> bool {
+    engine() == gpushmem::Engine::Nvshmem && gpushmem::gpu_available().map_or(true, |g| n > g)
+}
+
 /// Runs `f` on `n` PEs and returns every PE's result, in PE order; any error is a test failure.
 ///
 /// Normally the PEs are threads of this process. In a process-mode variant

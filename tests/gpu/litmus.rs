@@ -224,6 +224,7 @@ pub enum Ctl {
     MpFence,
     MpQuiet,
     MpSignal,
+    MpSignalOp,
     AmoFlag,
     AmoData,
     FencePuts,
@@ -263,6 +264,13 @@ pub const CONTROLS: &[Control] = &[
         "put_signal(_nbi) delivers the data before the signal",
         "put_nbi then a relaxed signal write",
         "put_signal's ordering is needed",
+    ),
+    c(
+        Ctl::MpSignalOp,
+        NotYetShown,
+        "signal_op orders an earlier put_nbi before the signal (release)",
+        "signal_op_relaxed",
+        "signal_op's release is needed: a relaxed signal must not publish data",
     ),
     c(
         Ctl::AmoFlag,
@@ -619,6 +627,14 @@ pub fn mp_quiet() -> TestResult {
 /// then the signal by a plain `p` (SET) or a relaxed `atomic_add` (ADD).
 pub fn mp_put_signal() -> TestResult {
     mp(&[(MP_SIGNAL, "MP put_signal(_nbi), SET/ADD", Ctl::MpSignal)])
+}
+
+/// Data by `put_nbi`, then `signal_op` SET r or ADD 1 (drawn per instance):
+/// a reader that sees the signal (`signal_wait_until`) sees the data, since
+/// `signal_op` releases. Control: the same with `signal_op_relaxed`, which
+/// orders nothing; this is why the default signal stays ordered.
+pub fn mp_signal_op() -> TestResult {
+    mp(&[(MP_SIGNAL_OP, "MP put_nbi; signal_op, SET/ADD", Ctl::MpSignalOp)])
 }
 
 /// Atomics against plain puts, both ways, ordered by `fence` (OpenSHMEM:

@@ -158,10 +158,12 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("sync::barrier_1000_rounds_2pe", 2),
     ("sync::barrier_1000_rounds_4pe", 4),
     ("collective::quick_2pe", 2),
+    ("team::split_sharing_gpu_2pe", 2),
     ("collective::quick_4pe", 4),
     ("litmus::mp_fence_4pe", 4),
     ("litmus::mp_quiet_4pe", 4),
     ("litmus::mp_put_signal_4pe", 4),
+    ("litmus::mp_signal_op_4pe", 4),
     ("litmus::amo_vs_put_4pe", 4),
     ("litmus::store_buffering_4pe", 4),
     ("litmus::get_after_quiet_barrier_4pe", 4),
@@ -221,6 +223,7 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("team::slots_4pe", team::slots));
     t.push(test("team::barrier_rounds_8pe", team::barrier_rounds));
     t.push(test("team::alternating_10k_8pe", team::alternating));
+    t.push(test("team::split_sharing_gpu_2pe", team::split_sharing_gpu));
     for n in [2usize, 4, 8] {
         t.push(test(format!("collective::matrix_{n}pe"), move || collective::matrix(n)));
     }
@@ -230,12 +233,14 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("collective::large_64mib_8pe", collective::large));
     t.push(test("collective::quick_debug_checks_8pe", collective::quick_debug_checks));
     t.push(test("errors::team_invalid_traps", collective::team_invalid_traps));
+    t.push(test("errors::team_out_of_range_traps_unchecked", collective::team_out_of_range_traps_unchecked));
     t.push(test("errors::team_non_member_traps", collective::team_non_member_traps));
     t.push(test("errors::reduce_and_f32_traps", collective::reduce_and_f32_traps));
     t.push(test("errors::reduce_overlap_traps", collective::reduce_overlap_traps));
     t.push(test("litmus::mp_fence_4pe", litmus::mp_fence));
     t.push(test("litmus::mp_quiet_4pe", litmus::mp_quiet));
     t.push(test("litmus::mp_put_signal_4pe", litmus::mp_put_signal));
+    t.push(test("litmus::mp_signal_op_4pe", litmus::mp_signal_op));
     t.push(test("litmus::amo_vs_put_4pe", litmus::amo_vs_put));
     t.push(test("litmus::store_buffering_4pe", litmus::store_buffering));
     t.push(test("litmus::get_after_quiet_barrier_4pe", litmus::get_after_quiet_barrier));

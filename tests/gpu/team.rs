@@ -600,3 +600,42 @@ pub fn alternating() -> TestResult {
     );
     Ok(())
 }
+
+/// `team_split_strided` on 2 PEs that may share a GPU, then a barrier: on the
+/// native engine (or NVSHMEM with a GPU per PE) the team `{PE 0}` is made and
+/// destroyed; on the NVSHMEM engine with both PEs on one GPU (NVSHMEM 3.4.5
+/// ends the process if asked to split there) every PE gets `Error::Engine`
+/// saying why, and the job goes on: the barrier after it completes.
+pub fn split_sharing_gpu() -> TestResult {
+    let n = 2;
+    let refuse = nvshmem_shares_gpu(n);
+    let rows = threads(n, 16 << 20, |shmem| {
+        let world = shmem.team_world();
+        let got = match shmem.team_split_strided(&world, 0, 1, 1) {
+            Ok(t) => {
+                let me = t.my_pe();
+                shmem.team_destroy(t)?;
+                format!("made (my_pe {me:?})")
+            }
+            Err(Error::Engine { why }) => format!("refused: {why}"),
+            Err(e) => return Err(e),
+        };
+        shmem.barrier_all()?;
+        Ok(got)
+    })?;
+    let bad: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .filter(|(pe, r)| {
+            if refuse {
+                !(r.starts_with("refused: ") && r.contains("share a GPU"))
+            } else {
+                **r != format!("made (my_pe {:?})", (*pe == 0).then_some(0usize))
+            }
+        })
+        .map(|(pe, r)| format!("PE {pe}: {r} (want {})", if refuse { "Error::Engine" } else { "the team" }))
+        .collect();
+    fail_if_any(&bad)?;
+    println!("  2 PEs: {}", rows[0]);
+    Ok(())
+}

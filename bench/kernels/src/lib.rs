@@ -6,13 +6,17 @@
 //!
 //! The root build.rs builds this crate for the engine `GPUSHMEM_ENGINE` names
 //! (gpushmem-perf runs its one-PE benchmarks on the NVSHMEM engine too). Every
-//! kernel here builds for both engines: none uses device teams or collectives,
-//! which the NVSHMEM engine does not have yet. A kernel that does must go under
+//! kernel here builds for both engines (device teams and collectives lower to
+//! NVSHMEM's there too). A kernel that must not (say, one whose PTX would be
+//! too large with NVSHMEM's code inlined) goes under
 //! `#[cfg(not(gpushmem_nvshmem))]` (as in tests/kernels), and the subcommand
 //! that launches it must not be one of the subcommands the NVSHMEM engine runs
 //! (bench/perf/opts.rs `ONE_PE`).
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
+// Kernel entry points and their helpers: each one's safety contract is its
+// launch arguments, which gpushmem-perf (bench/perf/) upholds.
+#![allow(clippy::missing_safety_doc)]
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;
@@ -162,7 +166,9 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// `signal_op` ping-pong);
 /// 8 `st.volatile` stores, `ld.volatile` poll, no fence (NVSHMEM's own polling
 /// style; a floor, not a valid protocol);
-/// 9 as 5, but polling with `ld.relaxed.gpu` instead of `ld.relaxed.sys`.
+/// 9 as 5, but polling with `ld.relaxed.gpu` instead of `ld.relaxed.sys`;
+/// 10 library `signal_op_relaxed` (SET, no payload) +
+/// `signal_wait_until_relaxed` (NVSHMEM's unordered `signal_op` semantics).
 ///
 /// Mode 0 sends `payload[1]`, which it writes once before the loop, so that
 /// the time is the put's and not the caller's rewrite of its source (measured:
@@ -229,6 +235,10 @@ unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mod
             shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
             return;
         }
+        if mode == 10 {
+            shmem::signal_wait_until_relaxed(sig, shmem::Cmp::Ge, v);
+            return;
+        }
         loop {
             let x: u64;
             match mode {
@@ -261,6 +271,10 @@ unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mod
         }
         if mode == 7 {
             shmem::signal_op(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            return;
+        }
+        if mode == 10 {
+            shmem::signal_op_relaxed(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
             return;
         }
         if mode == 8 {

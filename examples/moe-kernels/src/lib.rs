@@ -188,7 +188,7 @@ pub unsafe extern "ptx-kernel" fn moe_rounds(
                 h += 32;
             }
             // The whole row is scaled before any lane copies it.
-            shmem::ptx::sync_warp();
+            shmem::thread::sync_warp();
             let origin = *meta.add(pos);
             let (src, t) = ((origin >> 32) as u32, (origin & 0xffff_ffff) as usize);
             put_token(out.add(t * hidden), token, hidden, combine_sig, src);

@@ -8,6 +8,11 @@ use gpushmem_kernels as shmem;
 /// `(me + 1) % n` with a block-wide `put_nbi`, then the PE completes its
 /// puts (`quiet`) and waits for everyone (`barrier_all`, block 0 only; the
 /// host launches one block per slice, so the grid must be co-resident).
+///
+/// # Safety
+/// Launched collectively on every PE with the same grid; `dest` and `src`
+/// are symmetric buffers of at least `bytes` bytes, `done` a zeroed symmetric
+/// `u32`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn ring_shift(dest: *mut u8, src: *const u8, bytes: u64, done: *mut u32) {
     use core::arch::nvptx::*;

@@ -24,6 +24,7 @@
 //! | `team_sync_group` | every member of a team arrives (over a group; `complete`: quiet first) |
 //! | `broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter` | the team collectives (`native_collective.rs`, `nvshmem_collective.rs`) |
 //! | `put_signal`, `signal_op`, `signal_fetch` | signals (`signal_op` releases on both engines) |
+//! | `signal_op_relaxed` | a signal update with no ordering (NVSHMEM's `signal_op` as it is) |
 //! | `atomic_fetch_op`, `atomic_op`, `atomic_compare_swap`, `atomic_fetch`, `atomic_fetch_add_float` | remote atomics |
 //! | `after_wait` | what a wait or test that succeeded does after its acquire |
 

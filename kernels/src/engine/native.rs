@@ -286,6 +286,17 @@ pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32,
     signal_release(translate(sig, pe, call), value, op)
 }
 
+/// One relaxed system-scope store (`SET`) or `red.relaxed.sys.add` (`ADD`)
+/// on the peer's word: atomic, unordered.
+#[inline(always)]
+pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
+    let p = translate(sig, pe, call);
+    match op {
+        SignalOp::Set => <u64 as AtomicWord>::store(p, value),
+        SignalOp::Add => <u64 as AtomicWord>::add(p, value),
+    }
+}
+
 /// An acquire load of the local signal word.
 #[inline(always)]
 pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {

@@ -577,6 +577,12 @@ pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32,
     nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int)
 }
 
+/// `nvshmemx_signal_op` alone: NVSHMEM's own (unordered) signal update.
+#[inline(always)]
+pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, _call: &CStr) {
+    nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int)
+}
+
 /// `nvshmem_signal_fetch` (a volatile load), then `fence.acq_rel` for the acquire.
 #[inline(always)]
 pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {

@@ -57,6 +57,8 @@ unsafe fn count(out: *mut u64, violations: u64, observations: u64) {
 /// - `MP_AMO_FLAG`: data by `put_nbi`, `fence`, flag `atomic_add` 1.
 /// - `MP_AMO_DATA`: data word `atomic_add` 1, `fence`, flag = r by `p`.
 /// - `MP_FENCE_P`: data by one `p` per word, `fence`, flag = r by `p`.
+/// - `MP_SIGNAL_OP`: data by `put_nbi`, then `signal_op` SET r / ADD 1
+///   (variant bit 0); unordered: `signal_op_relaxed`.
 ///
 /// Each round the writer stages the data in its own copy of cell a (the
 /// put's source). Role 2 (reader) waits for the flag to pass the last value
@@ -111,6 +113,16 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
             for w in 0..CELL {
                 data.add(w).write_volatile(r);
             }
+            if shape == MP_SIGNAL_OP {
+                let (op, v) = if t.var & 1 == 0 { (SignalOp::Set, r) } else { (SignalOp::Add, 1) };
+                shmem::put_nbi(data, data, CELL, t.peer);
+                if ordered {
+                    shmem::signal_op(flag, v, op, t.peer);
+                } else {
+                    shmem::signal_op_relaxed(flag, v, op, t.peer);
+                }
+                continue;
+            }
             if shape == MP_SIGNAL {
                 let (op, v) = if t.var & 1 == 0 { (SignalOp::Set, r) } else { (SignalOp::Add, 1) };
                 if !ordered {
@@ -145,7 +157,7 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
         let me = shmem::my_pe();
         let (mut last, mut violations, mut observations) = (0u64, 0u64, 0u64);
         while last < rounds {
-            let v = if shape == MP_SIGNAL {
+            let v = if shape == MP_SIGNAL || shape == MP_SIGNAL_OP {
                 shmem::signal_wait_until(flag, Cmp::Gt, last)
             } else {
                 shmem::wait_until(flag as *const u64, Cmp::Gt, last)
@@ -169,9 +181,9 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
 /// (those are on local memory only), so it carries its own bound.
 #[inline(always)]
 unsafe fn spin_until_ge(var: *const u64, pe: u32, value: u64, limit_ns: u64) -> bool {
-    let start = shmem::ptx::global_timer_ns();
+    let start = shmem::thread::global_timer_ns();
     while shmem::g(var, pe) < value {
-        if shmem::ptx::global_timer_ns().wrapping_sub(start) > limit_ns {
+        if shmem::thread::global_timer_ns().wrapping_sub(start) > limit_ns {
             return false;
         }
     }
@@ -243,7 +255,7 @@ pub unsafe extern "ptx-kernel" fn litmus_sb(
 unsafe fn arrive_unfenced(flags: *mut u64, r: u64) -> bool {
     let tid = _thread_idx_x();
     let (me, n) = (shmem::my_pe(), shmem::n_pes());
-    shmem::ptx::sync_block();
+    shmem::thread::sync_block();
     if tid == 0 {
         for pe in 0..n {
             shmem::p(flags.add(me as usize), r, pe);
@@ -251,15 +263,15 @@ unsafe fn arrive_unfenced(flags: *mut u64, r: u64) -> bool {
     }
     let mut ok = true;
     if tid < n {
-        let start = shmem::ptx::global_timer_ns();
+        let start = shmem::thread::global_timer_ns();
         while flags.add(tid as usize).read_volatile() < r {
-            if shmem::ptx::global_timer_ns().wrapping_sub(start) > 10_000_000_000 {
+            if shmem::thread::global_timer_ns().wrapping_sub(start) > 10_000_000_000 {
                 ok = false;
                 break;
             }
         }
     }
-    shmem::ptx::sync_block();
+    shmem::thread::sync_block();
     ok
 }
 
@@ -307,7 +319,7 @@ pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
                     shmem::atomic_add(out.add(2), 1u64, shmem::my_pe());
                 }
             }
-            _ => shmem::ptx::sync_block(),
+            _ => shmem::thread::sync_block(),
         }
         let mut j = tid;
         while j < ng as usize {
@@ -320,7 +332,7 @@ pub unsafe extern "ptx-kernel" fn litmus_get_after_barrier(
             j += bs;
         }
         if order == GET_NO_BARRIER {
-            shmem::ptx::sync_block();
+            shmem::thread::sync_block();
         } else {
             shmem::sync_all_block();
         }

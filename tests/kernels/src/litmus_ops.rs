@@ -49,6 +49,10 @@ pub const MP_AMO_DATA: u32 = 4;
 /// Data by one `p` per word (blocking single-element puts), `fence`, flag
 /// by `p`: the pattern of `sync::fence_orders_puts`.
 pub const MP_FENCE_P: u32 = 5;
+/// Data by `put_nbi`, flag by `signal_op` SET r (variant bit 0 clear) or
+/// ADD 1 (set); unordered: `signal_op_relaxed` instead (the relaxed signal
+/// is exactly that: it orders nothing before it).
+pub const MP_SIGNAL_OP: u32 = 6;
 
 /// Orders of the kernel `litmus_get_after_barrier`: what stands between
 /// the writers' puts and the getters' gets.

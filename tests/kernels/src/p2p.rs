@@ -22,8 +22,8 @@ fn op_of(c: u32) -> SignalOp {
 /// Spins for at least `ns` nanoseconds of `%globaltimer`.
 #[inline(always)]
 fn delay_ns(ns: u64) {
-    let t0 = shmem::ptx::global_timer_ns();
-    while shmem::ptx::global_timer_ns().wrapping_sub(t0) < ns {}
+    let t0 = shmem::thread::global_timer_ns();
+    while shmem::thread::global_timer_ns().wrapping_sub(t0) < ns {}
 }
 
 // ---------------------------------------------------------------------------
@@ -62,8 +62,8 @@ fn block_threads() -> u32 {
 #[inline(always)]
 fn form_sync(form: u32) {
     match form {
-        2 | 3 | 9 => shmem::ptx::sync_warp(),
-        4 | 5 | 8 => shmem::ptx::sync_block(),
+        2 | 3 | 9 => shmem::thread::sync_warp(),
+        4 | 5 | 8 => shmem::thread::sync_block(),
         _ => {}
     }
 }
@@ -292,7 +292,7 @@ pub unsafe extern "ptx-kernel" fn amo_lock(
     out: *mut u64,
     timeout_ns: u64,
 ) {
-    if _thread_idx_x() % 32 != 0 {
+    if !_thread_idx_x().is_multiple_of(32) {
         return;
     }
     let me = shmem::my_pe();
@@ -302,12 +302,12 @@ pub unsafe extern "ptx-kernel" fn amo_lock(
     let mut violations = 0u64;
     let mut timeouts = 0u64;
     'outer: for _ in 0..iters {
-        let start = shmem::ptx::global_timer_ns();
+        let start = shmem::thread::global_timer_ns();
         loop {
             if shmem::atomic_fetch(lock, 0) == 0 && shmem::atomic_compare_swap(lock, 0u64, tag, 0) == 0 {
                 break;
             }
-            if shmem::ptx::global_timer_ns().wrapping_sub(start) > timeout_ns {
+            if shmem::thread::global_timer_ns().wrapping_sub(start) > timeout_ns {
                 timeouts += 1;
                 break 'outer;
             }

@@ -8,6 +8,20 @@ use gpushmem_kernels as shmem;
 use shmem::atomic::AtomicWord;
 use shmem::SignalOp;
 
+/// 16 bytes, 16-aligned: read as one `ld.global.v4.u32`.
+#[repr(C, align(16))]
+#[derive(Clone, Copy)]
+struct V4([u32; 4]);
+
+/// The 16 bytes at `p` in one vector load.
+///
+/// # Safety
+/// `p` is valid and 16-byte aligned.
+#[inline(always)]
+unsafe fn ld_v4(p: *const u8) -> [u32; 4] {
+    p.cast::<V4>().read().0
+}
+
 // The record layout, the kinds and the checksum term: the host's very file.
 #[path = "stress_ops.rs"]
 mod stress_ops;
@@ -129,10 +143,10 @@ pub unsafe extern "ptx-kernel" fn stress_rounds(
             let mut u = t;
             while u + 3 * bs < units {
                 let v = [
-                    shmem::ptx::ld_global_v4(base.add(16 * u)),
-                    shmem::ptx::ld_global_v4(base.add(16 * (u + bs))),
-                    shmem::ptx::ld_global_v4(base.add(16 * (u + 2 * bs))),
-                    shmem::ptx::ld_global_v4(base.add(16 * (u + 3 * bs))),
+                    ld_v4(base.add(16 * u)),
+                    ld_v4(base.add(16 * (u + bs))),
+                    ld_v4(base.add(16 * (u + 2 * bs))),
+                    ld_v4(base.add(16 * (u + 3 * bs))),
                 ];
                 for (k, v) in v.into_iter().enumerate() {
                     add(u + k * bs, v);
@@ -140,7 +154,7 @@ pub unsafe extern "ptx-kernel" fn stress_rounds(
                 u += 4 * bs;
             }
             while u < units {
-                add(u, shmem::ptx::ld_global_v4(base.add(16 * u)));
+                add(u, ld_v4(base.add(16 * u)));
                 u += bs;
             }
             if acc != 0 {

@@ -8,7 +8,7 @@
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;
-use shmem::{ReduceOp, Reducible, Team, TEAM_WORLD};
+use shmem::{ReduceOp, Team, TEAM_WORLD};
 
 /// World PE of member `m` of `team`, through the device's own translation.
 #[inline(always)]
@@ -79,7 +79,7 @@ pub unsafe extern "ptx-kernel" fn team_barrier_rounds(
                 if t == 0 {
                     shmem::barrier(team);
                 }
-                shmem::ptx::sync_block();
+                shmem::thread::sync_block();
             }
             1 => shmem::barrier_block(team),
             2 => {
@@ -87,7 +87,7 @@ pub unsafe extern "ptx-kernel" fn team_barrier_rounds(
                 if t < 32 {
                     shmem::barrier_warp(team);
                 }
-                shmem::ptx::sync_block();
+                shmem::thread::sync_block();
             }
             3 => {
                 shmem::quiet_block();
@@ -98,14 +98,14 @@ pub unsafe extern "ptx-kernel" fn team_barrier_rounds(
                 if t == 0 {
                     shmem::team_sync(team);
                 }
-                shmem::ptx::sync_block();
+                shmem::thread::sync_block();
             }
             _ => {
                 shmem::quiet_block();
                 if t < 32 {
                     shmem::team_sync_warp(team);
                 }
-                shmem::ptx::sync_block();
+                shmem::thread::sync_block();
             }
         }
         let mut j = t;
@@ -203,11 +203,7 @@ pub unsafe extern "ptx-kernel" fn team_alternate(
                         bad += 1;
                     }
                 }
-                3 => {
-                    if *dst.add(k as usize) != alt_value(i, world_of(team, root), k) {
-                        bad += 1;
-                    }
-                }
+                3 if *dst.add(k as usize) != alt_value(i, world_of(team, root), k) => bad += 1,
                 _ => {}
             }
             k += size;
