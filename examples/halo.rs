@@ -87,16 +87,10 @@ fn halo(shmem: &Shmem, setup: Setup, mode: &str) -> gpushmem::Result<bool> {
     let sigs = shmem.calloc::<u64>(2 * blocks * 2)?;
     let cfg = LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
     let launch = |first: u64, count: u64| {
-        // SAFETY: the arguments match `halo_stencil`'s parameters; `cells` and `sigs`
-        // are symmetric allocations of the sizes its docs ask for; every PE makes the
-        // same launches in the same order with the same numbers.
-        unsafe {
-            shmem.launch_collective(
-                &kernel,
-                cfg,
-                (cells.as_kernel_ptr(), sigs.as_kernel_ptr(), seg as u64, first, count),
-            )
-        }
+        // SAFETY: the arguments match `halo_stencil(cells: Sym<u32>, sigs: Sym<u64>, seg,
+        // first, iters)` (each `&SymSlice` arrives as its `Sym`); every PE makes the same
+        // launches in the same order with the same numbers.
+        unsafe { shmem.launch_collective(&kernel, cfg, (&cells, &sigs, seg as u64, first, count)) }
     };
     // Iteration k reads copy (k - 1) % 2: the initial cells go into the copy the first iteration reads.
     let mut next = 1u64;

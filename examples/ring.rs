@@ -28,13 +28,9 @@ fn ring(shmem: &Shmem, bytes: usize) -> gpushmem::Result<(bool, f64)> {
     let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     shmem.barrier_all()?;
     let t = Instant::now();
-    unsafe {
-        shmem.launch_collective(
-            &k,
-            cfg,
-            (dst.as_kernel_ptr(), src.as_kernel_ptr(), bytes as u64, done.as_kernel_ptr()),
-        )?
-    };
+    // SAFETY: `ring_shift(dest: Sym<u8>, src: Sym<u8>, done: Sym<u32>)`; each
+    // `&SymSlice<T>` arrives as the kernel's `Sym<T>` handle.
+    unsafe { shmem.launch_collective(&k, cfg, (&dst, &src, &done))? };
     shmem.synchronize()?;
     let secs = t.elapsed().as_secs_f64();
     let from = (me + n - 1) % n;

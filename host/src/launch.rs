@@ -1,12 +1,55 @@
 //! Kernel launch: plain, and collective (checked to be co-resident).
 
 use crate::module::{check_owner, Kernel, Owner};
+use crate::SymSlice;
 use crate::{Error, Result};
-use cudarc::driver::{sys, CudaContext, DeviceRepr, LaunchConfig};
+use cudarc::driver::{sys, CudaContext, LaunchConfig};
+use gpushmem_kernels::Sym;
 use std::ffi::c_void;
 
-/// A kernel's arguments: a tuple of values the driver copies (`u64` device
-/// pointers from [`crate::SymSlice::as_kernel_ptr`], integers, floats).
+/// One kernel argument: the value the kernel's parameter receives.
+///
+/// Implemented for the plain numbers a kernel takes (`u8`…`u64`, `i8`…`i64`,
+/// `usize`, `isize`, `f32`, `f64`, `bool`), for symmetric memory —
+/// `&SymSlice<T>` becomes the kernel's [`Sym<T>`] handle (offset and length,
+/// `#[repr(C)]`), and a [`Sym<T>`] made on the host passes as itself — and
+/// for `u64` addresses from [`SymSlice::as_kernel_ptr`] for kernels that take
+/// raw pointers. A type of your own implements it by naming the
+/// `#[repr(C)]` value the kernel's parameter has.
+pub trait KernelArg {
+    /// What the kernel's parameter holds (its bytes are copied at launch).
+    type Param: Copy;
+    /// The parameter's value.
+    fn param(&self) -> Self::Param;
+}
+
+macro_rules! plain_args {
+    ($($t:ty),*) => {$(
+        impl KernelArg for $t {
+            type Param = $t;
+            fn param(&self) -> $t {
+                *self
+            }
+        }
+    )*};
+}
+plain_args!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, bool, crate::F16, crate::Bf16);
+
+impl<T> KernelArg for &SymSlice<T> {
+    type Param = Sym<T>;
+    fn param(&self) -> Sym<T> {
+        self.sym()
+    }
+}
+
+impl<T> KernelArg for Sym<T> {
+    type Param = Sym<T>;
+    fn param(&self) -> Sym<T> {
+        *self
+    }
+}
+
+/// A kernel's arguments: a tuple of [`KernelArg`]s, in the kernel's parameter order.
 pub trait KernelArgs {
     /// Calls `f` with the `void*` array `cuLaunchKernel` takes.
     fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
@@ -14,11 +57,13 @@ pub trait KernelArgs {
 
 macro_rules! tuple_args {
     ($($t:ident),*) => {
-        impl<$($t: DeviceRepr),*> KernelArgs for ($($t,)*) {
+        impl<$($t: KernelArg),*> KernelArgs for ($($t,)*) {
             #[allow(non_snake_case)]
             fn with_params<R>(&self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
                 let ($($t,)*) = self;
-                let mut params = [$($t as *const $t as *mut c_void),*];
+                // The parameters' values live here until the launch has copied them.
+                $(let $t = $t.param();)*
+                let mut params = [$(&$t as *const _ as *mut c_void),*];
                 f(&mut params)
             }
         }

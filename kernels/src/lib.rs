@@ -16,6 +16,9 @@
 //! - `signal` — `put_signal(_nbi)` (thread/warp/block), `signal_op`, `signal_fetch`,
 //!   `signal_wait_until`, and the relaxed `signal_op_relaxed` / `signal_wait_until_relaxed`.
 //! - `collective` — `broadcast`, `fcollect`, `alltoall`, `reduce`, `reducescatter` over a team.
+//! - [`sym`] — [`Sym<T>`], the typed handle of a symmetric array that the host passes to
+//!   kernels, and the safe device calls on it (RMA, signals, atomics, waits, collectives).
+//!   The pointer forms below remain for code that needs raw addresses.
 //! - [`reduce`](mod@reduce) — reduction operators and element types (`F16`, `Bf16`), shared with the host.
 //! - `atomic` — remote atomics on `u32`/`u64`/`i32`/`i64` (and float add).
 //! - `wait` — `wait_until*`/`test*` on local symmetric memory, and the bounded
@@ -68,6 +71,8 @@
 
 pub mod abi;
 pub mod reduce;
+pub mod sym;
+pub use sym::Sym;
 
 #[cfg(target_arch = "nvptx64")]
 pub mod atomic;

@@ -36,6 +36,7 @@ mod stream;
 mod stress;
 mod sync;
 mod team;
+mod typed;
 mod wait;
 
 use common::*;
@@ -75,6 +76,9 @@ fn child_scenario(name: &str) -> ExitCode {
         })()),
         "init_only" => report(gpushmem::Shmem::init().map(|_| ())),
         other if other.starts_with("misuse_") => report(collective::misuse_child(other)),
+        other if other.starts_with("typed_misuse_") => {
+            report(typed::misuse_child(other["typed_misuse_".len()..].parse().unwrap_or(u32::MAX)))
+        }
         "coll_debug_checks" => collective::debug_checks_child(),
         "signal_wait_timeout" => report(signal::signal_wait_timeout_child()),
         other if other.starts_with("die_in:") => faults::die_in(&other["die_in:".len()..]),
@@ -159,6 +163,8 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("sync::barrier_1000_rounds_4pe", 4),
     ("collective::quick_2pe", 2),
     ("team::split_sharing_gpu_2pe", 2),
+    ("typed::calls_2pe", 2),
+    ("typed::calls_4pe", 4),
     ("collective::quick_4pe", 4),
     ("litmus::mp_fence_4pe", 4),
     ("litmus::mp_quiet_4pe", 4),
@@ -224,6 +230,10 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("team::barrier_rounds_8pe", team::barrier_rounds));
     t.push(test("team::alternating_10k_8pe", team::alternating));
     t.push(test("team::split_sharing_gpu_2pe", team::split_sharing_gpu));
+    for n in [2usize, 4] {
+        t.push(test(format!("typed::calls_{n}pe"), move || typed::typed_calls(n)));
+    }
+    t.push(test("errors::typed_misuse_traps", typed::misuse_traps));
     for n in [2usize, 4, 8] {
         t.push(test(format!("collective::matrix_{n}pe"), move || collective::matrix(n)));
     }

@@ -1,37 +1,39 @@
-//! Ring shift: every PE sends its block of data to the next PE.
+//! Ring shift: every PE sends its block of data to the next PE. Written with
+//! the typed API only: no `unsafe` block, no raw pointer.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
+#![feature(abi_ptx)]
 
-use gpushmem_kernels as shmem;
+use gpushmem_kernels::{self as shmem, thread, Sym};
 
 /// Each block sends its slice of `src` to the same place of `dest` on PE
-/// `(me + 1) % n` with a block-wide `put_nbi`, then the PE completes its
-/// puts (`quiet`) and waits for everyone (`barrier_all`, block 0 only; the
-/// host launches one block per slice, so the grid must be co-resident).
+/// `(me + 1) % n` with a block-wide `put_nbi`, then completes its puts
+/// (`quiet_block`); the last block to finish (counted on `done`, one `u32`)
+/// waits for every PE (`barrier_all`) and resets `done` for the next launch.
+/// The host launches it collectively (the grid must be co-resident) with
+/// `dest` and `src` of the same length.
 ///
-/// # Safety
-/// Launched collectively on every PE with the same grid; `dest` and `src`
-/// are symmetric buffers of at least `bytes` bytes, `done` a zeroed symmetric
-/// `u32`.
+/// Why the count is enough: each block's `quiet_block` completes its puts
+/// (a system-scope sequentially consistent fence) before its thread 0 adds
+/// to `done`; the block that sees the last count then runs `barrier_all`,
+/// which starts with the same fence, so every block's puts are complete
+/// before this PE arrives.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn ring_shift(dest: *mut u8, src: *const u8, bytes: u64, done: *mut u32) {
-    use core::arch::nvptx::*;
-    let next = (shmem::my_pe() + 1) % shmem::n_pes();
-    let blocks = _grid_dim_x() as u64;
-    let b = _block_idx_x() as u64;
+pub extern "ptx-kernel" fn ring_shift(dest: Sym<u8>, src: Sym<u8>, done: Sym<u32>) {
+    let me = shmem::my_pe();
+    let next = (me + 1) % shmem::n_pes();
+    let (blocks, b) = (thread::grid_dim() as usize, thread::block_idx() as usize);
+    let bytes = src.len();
     let per = bytes.div_ceil(blocks);
     let start = (b * per).min(bytes);
-    let len = (per).min(bytes - start);
-    shmem::putmem_nbi_block(dest.add(start as usize), src.add(start as usize), len as usize, next);
+    let end = (start + per).min(bytes);
+    // Checked: equal lengths, `next` in range (a mismatch traps with a message).
+    dest.slice(start, end).put_nbi_block(src.slice(start, end), next);
     shmem::quiet_block();
-    // Grid-wide: count finished blocks; the last one runs the barrier.
-    if _thread_idx_x() == 0 {
-        let arrived: u32;
-        core::arch::asm!("atom.add.release.gpu.global.u32 {a}, [{p}], 1;", a = out(reg32) arrived, p = in(reg64) done);
+    if thread::thread_idx() == 0 {
+        let arrived = done.atomic_fetch_add(1, me);
         if arrived == blocks as u32 - 1 {
-            shmem::fence();
             shmem::barrier_all();
-            *done = 0;
+            done.write(0, 0);
         }
     }
 }

@@ -53,7 +53,17 @@ impl<T> SymSlice<T> {
         self.offset
     }
 
-    /// This PE's device address of element 0, as a kernel argument.
+    /// The kernel's typed handle of this allocation (what passing `&slice` as a
+    /// kernel argument gives the kernel): offset and length, the same on every PE.
+    /// `.slice(a, b)` on it names part of it.
+    pub fn sym(&self) -> gpushmem_kernels::Sym<T> {
+        // SAFETY: the allocator made `offset .. offset + len * size_of::<T>()`
+        // inside every PE's heap (collective, same offsets), aligned for `T`.
+        unsafe { gpushmem_kernels::Sym::from_raw_parts(self.offset, self.len as u64) }
+    }
+
+    /// This PE's device address of element 0, as a kernel argument for kernels
+    /// that take raw pointers (prefer passing `&slice`: the kernel gets a `Sym<T>`).
     pub fn as_kernel_ptr(&self) -> u64 {
         self.heap_base + self.offset
     }

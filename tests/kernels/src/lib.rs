@@ -11,6 +11,7 @@ mod p2p;
 mod probes;
 mod stress;
 mod teams;
+mod typed;
 
 use core::arch::nvptx::*;
 use gpushmem_kernels as shmem;
