@@ -98,11 +98,14 @@ impl<T> Sym<T> {
         self.offset
     }
 
-    /// Elements `start..end` as a handle of their own; panics (on the device:
-    /// prints the location and traps) unless `start <= end <= len`.
+    /// Elements `start..end` as a handle of their own; unless `start <= end
+    /// <= len` it fails (on the device: prints the range and traps; on the
+    /// host: panics).
     #[inline(always)]
     pub fn slice(&self, start: usize, end: usize) -> Sym<T> {
-        assert!(start <= end && end <= self.len(), "Sym::slice: range out of bounds");
+        if start > end || end > self.len() {
+            out_of_bounds(c"Sym::slice", start, end, self.len())
+        }
         Sym {
             offset: self.offset + (start * core::mem::size_of::<T>()) as u64,
             len: (end - start) as u64,
@@ -111,13 +114,13 @@ impl<T> Sym<T> {
     }
 
     /// Element `i` as a one-element handle (what signals and atomics take);
-    /// panics unless `i < len`.
+    /// fails as [`Sym::slice`] unless `i < len`.
     #[inline(always)]
     pub fn elem(&self, i: usize) -> Sym<T> {
         self.slice(i, i + 1)
     }
 
-    /// Elements `..mid` and `mid..`; panics unless `mid <= len`.
+    /// Elements `..mid` and `mid..`; fails as [`Sym::slice`] unless `mid <= len`.
     #[inline(always)]
     pub fn split_at(&self, mid: usize) -> (Sym<T>, Sym<T>) {
         (self.slice(0, mid), self.slice(mid, self.len()))
@@ -132,6 +135,55 @@ impl<T> Sym<T> {
     }
 }
 
+/// The failure of a range check on a handle: on the device a message with
+/// the call, the range, the length and the PE, then a trap; on the host a panic.
+#[cold]
+#[inline(never)]
+pub(crate) fn out_of_bounds(call: &'static core::ffi::CStr, start: usize, end: usize, len: usize) -> ! {
+    #[cfg(target_arch = "nvptx64")]
+    crate::debug::fail(
+        c"gpushmem: %s: range %llu..%llu is out of bounds of a Sym of %llu elements, on PE %llu\n",
+        &[call.as_ptr() as u64, start as u64, end as u64, len as u64, crate::state().my_pe as u64],
+    );
+    #[cfg(not(target_arch = "nvptx64"))]
+    panic!("{}: range {start}..{end} is out of bounds of a Sym of {len} elements", call.to_str().unwrap_or("Sym"));
+}
+
 // The device calls: methods on `Sym<T>`.
 #[cfg(target_arch = "nvptx64")]
 mod device;
+
+#[cfg(test)]
+mod tests {
+    use super::Sym;
+
+    fn sym(offset: u64, len: u64) -> Sym<u32> {
+        // SAFETY: never dereferenced (host test of the arithmetic).
+        unsafe { Sym::from_raw_parts(offset, len) }
+    }
+
+    #[test]
+    fn slicing_keeps_offsets_in_elements() {
+        let s = sym(4096, 10);
+        let t = s.slice(2, 7);
+        assert_eq!((t.offset(), t.len()), (4096 + 8, 5));
+        assert_eq!((s.elem(9).offset(), s.elem(9).len()), (4096 + 36, 1));
+        let (a, b) = s.split_at(4);
+        assert_eq!((a.len(), b.offset(), b.len()), (4, 4096 + 16, 6));
+        assert!(s.slice(10, 10).is_empty());
+    }
+
+    #[test]
+    fn overlap_is_by_bytes() {
+        let s = sym(0, 8);
+        assert!(s.slice(0, 4).overlaps(&s.slice(3, 8)));
+        assert!(!s.slice(0, 4).overlaps(&s.slice(4, 8)));
+        assert!(!s.slice(2, 2).overlaps(&s), "an empty range overlaps nothing");
+    }
+
+    #[test]
+    #[should_panic(expected = "Sym::slice: range 3..11 is out of bounds of a Sym of 10 elements")]
+    fn out_of_bounds_slice_panics_on_the_host() {
+        let _ = sym(0, 10).slice(3, 11);
+    }
+}

@@ -74,10 +74,12 @@ impl<T> Sym<T> {
 impl<T: bytemuck::Pod> Sym<T> {
     /// Element `i` on this PE: one weak load (`ld.volatile`), not ordered
     /// with other PEs' writes (order with a wait, `quiet` or a barrier);
-    /// panics unless `i < len`.
+    /// traps with a message unless `i < len`.
     #[inline(always)]
     pub fn read(&self, i: usize) -> T {
-        assert!(i < self.len(), "Sym::read: index out of bounds");
+        if i >= self.len() {
+            super::out_of_bounds(c"Sym::read", i, i + 1, self.len())
+        }
         // SAFETY: `i < len`, and the handle names heap memory of `T`s on this
         // PE (its constructor's contract); volatile, so no Rust reference to
         // memory other PEs write is made.
@@ -85,11 +87,13 @@ impl<T: bytemuck::Pod> Sym<T> {
     }
 
     /// Sets element `i` on this PE: one weak store (`st.volatile`), visible
-    /// to other PEs after a `fence`/`quiet`/barrier of this thread; panics
-    /// unless `i < len`.
+    /// to other PEs after a `fence`/`quiet`/barrier of this thread; traps
+    /// with a message unless `i < len`.
     #[inline(always)]
     pub fn write(&self, i: usize, v: T) {
-        assert!(i < self.len(), "Sym::write: index out of bounds");
+        if i >= self.len() {
+            super::out_of_bounds(c"Sym::write", i, i + 1, self.len())
+        }
         // SAFETY: as in `read`.
         unsafe { self.as_ptr().add(i).write_volatile(v) }
     }
