@@ -118,7 +118,8 @@ pub(crate) fn build_kernel_crate(
         let Ok(line) = line else { break };
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
         if msg["reason"] == "compiler-message" {
-            forward_diagnostic(&msg["message"]);
+            let from_this = msg["manifest_path"].as_str().map(PathBuf::from).is_some_and(|m| m == want_manifest);
+            forward_diagnostic(&msg["message"], from_this);
             continue;
         }
         if msg["reason"] != "compiler-artifact" {
@@ -161,17 +162,24 @@ pub(crate) fn build_kernel_crate(
 }
 
 /// Passes one rustc diagnostic of the kernel build on to the user: warnings
-/// as `cargo:warning=` lines (cargo shows them in the user's build output even
-/// when the build succeeds), everything else on stderr (shown when it fails).
-/// rustc's closing count ("N warnings emitted") is left out.
-fn forward_diagnostic(m: &serde_json::Value) {
+/// of the kernel crate itself (`from_this`) as `cargo:warning=` lines (cargo
+/// shows them in the user's build output even when the build succeeds),
+/// errors on stderr (shown when the build fails). Left out: warnings of its
+/// dependencies (`core`, gpushmem-kernels: not the user's to fix), rustc's
+/// closing count ("N warnings emitted"), and the note that the builder's own
+/// `-Ctarget-feature=+ptxNN` is unstable.
+fn forward_diagnostic(m: &serde_json::Value, from_this: bool) {
     let Some(rendered) = m["rendered"].as_str() else { return };
-    let summary = m["spans"].as_array().is_none_or(|s| s.is_empty())
-        && m["message"].as_str().is_some_and(|t| t.ends_with("emitted"));
-    if summary {
+    let text = m["message"].as_str().unwrap_or_default();
+    let no_spans = m["spans"].as_array().is_none_or(|s| s.is_empty());
+    if no_spans && (text.ends_with("emitted") || text.starts_with("unstable feature specified for `-Ctarget-feature`"))
+    {
         return;
     }
     if m["level"] == "warning" {
+        if !from_this {
+            return;
+        }
         for line in rendered.trim_end().lines() {
             println!("cargo:warning=(kernel crate) {line}");
         }

@@ -5,14 +5,14 @@
 //! operation's result and old value, replayed on the host.
 
 use crate::common::*;
-use gpushmem::cudarc::driver::DeviceRepr;
+use gpushmem::KernelArg;
 use gpushmem::LaunchConfig;
 use std::time::Instant;
 
 /// A type the contention kernels are built for; values are small integers
 /// (or halves), exact as `f64`.
 pub trait Val:
-    bytemuck::Pod + DeviceRepr + std::fmt::Debug + Send + Sync + serde::Serialize + serde::de::DeserializeOwned
+    bytemuck::Pod + KernelArg + std::fmt::Debug + Send + Sync + serde::Serialize + serde::de::DeserializeOwned
 {
     fn f(self) -> f64;
 }
@@ -165,7 +165,7 @@ pub fn cas_lock() -> TestResult {
 /// A word type the operation kernels are built for: the host replays them.
 pub trait OpWord:
     bytemuck::Pod
-    + DeviceRepr
+    + KernelArg
     + PartialEq
     + std::fmt::Debug
     + Send

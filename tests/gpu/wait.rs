@@ -12,7 +12,7 @@
 //! already satisfies it, so a correct implementation never blocks on them.
 
 use crate::common::*;
-use gpushmem::cudarc::driver::DeviceRepr;
+use gpushmem::KernelArg;
 use gpushmem::{Cmp, LaunchConfig, Shmem};
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ const EXCL: [i32; ELEMS] = [0, 1, 0, 0, -3, 0, 0, 0];
 /// Excludes every element.
 const ALL_EXCL: [i32; ELEMS] = [1, 2, -1, 7, 1, 1, 1, 1];
 
-pub trait Word: bytemuck::Pod + DeviceRepr + PartialOrd + std::fmt::Debug + Send + Sync {
+pub trait Word: bytemuck::Pod + KernelArg + PartialOrd + std::fmt::Debug + Send + Sync {
     const KERNEL: &'static str;
     const SIGNED: bool;
     /// `v as Self`.
