@@ -150,11 +150,7 @@ impl Shmem {
             return Err(bad(call, format!("{op:?} needs an integer type, not {}", T::NAME)));
         }
         let name = format!("{kernel}_{}", T::NAME);
-        self.collective_on(
-            stream,
-            &name,
-            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), n as u64, op as u32),
-        )
+        self.collective_on(stream, &name, (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), n as u64, op))
     }
 
     /// All-reduce: `dest[i] = op` over every member's `src[i]`, `i < n`, the same bits on every member.

@@ -10,7 +10,9 @@ use std::ffi::c_void;
 /// One kernel argument: the value the kernel's parameter receives.
 ///
 /// Implemented for the plain numbers a kernel takes (`u8`…`u64`, `i8`…`i64`,
-/// `usize`, `isize`, `f32`, `f64`, `bool`), for symmetric memory —
+/// `usize`, `isize`, `f32`, `f64`, `bool`, `F16`, `Bf16`), for the operator
+/// types (`ReduceOp`, `Cmp`, `SignalOp`: the kernel's parameter has the same
+/// type), for symmetric memory —
 /// `&SymSlice<T>` becomes the kernel's [`Sym<T>`] handle (offset and length,
 /// `#[repr(C)]`), and a [`Sym<T>`] made on the host passes as itself — and
 /// for `u64` addresses from [`SymSlice::as_kernel_ptr`] for kernels that take
@@ -34,6 +36,9 @@ macro_rules! plain_args {
     )*};
 }
 plain_args!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize, f32, f64, bool, crate::F16, crate::Bf16);
+// The operator types travel as themselves (`#[repr(u32)]` on both sides), so a
+// kernel takes `op: ReduceOp`, not a code it must decode.
+plain_args!(crate::ReduceOp, crate::Cmp, crate::SignalOp);
 
 impl<T> KernelArg for &SymSlice<T> {
     type Param = Sym<T>;

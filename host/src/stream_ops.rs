@@ -225,14 +225,14 @@ impl Shmem {
         stream: &CudaStream,
     ) -> Result<()> {
         self.peer_address(sig, 8, pe)?;
-        self.builtin_on(stream, "gpushmem_signal_op", (sig, value, op as u32, pe as u32))
+        self.builtin_on(stream, "gpushmem_signal_op", (sig, value, op, pe as u32))
     }
 
     /// Holds the stream until this PE's signal `sig <cmp> value`
     /// (`nvshmemx_signal_wait_until_on_stream`). Bounded by the device timeout.
     pub fn signal_wait_until_on_stream(&self, sig: u64, cmp: Cmp, value: u64, stream: &CudaStream) -> Result<()> {
         self.peer_address(sig, 8, self.my_pe())?;
-        self.builtin_on(stream, "gpushmem_signal_wait", (sig, cmp as u32, value))
+        self.builtin_on(stream, "gpushmem_signal_wait", (sig, cmp, value))
     }
 
     /// Completes this PE's earlier operations on the stream (`nvshmemx_quiet_on_stream`).

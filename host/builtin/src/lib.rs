@@ -12,19 +12,18 @@ use gpushmem_kernels::{self as shmem, Cmp, SignalOp};
 /// Completes what earlier work on the stream wrote (`fence.sc.sys`), then
 /// updates the signal on `pe` with release semantics.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn gpushmem_signal_op(sig: *mut u64, value: u64, op: u32, pe: u32) {
+pub unsafe extern "ptx-kernel" fn gpushmem_signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
     if core::arch::nvptx::_thread_idx_x() == 0 {
         shmem::quiet();
-        // Codes come from the host's `SignalOp as u32`; anything else is SET.
-        shmem::signal_op(sig, value, SignalOp::from_u32(op).unwrap_or(SignalOp::Set), pe);
+        shmem::signal_op(sig, value, op, pe);
     }
 }
 
 /// Bounded wait until `*sig <cmp> value` (traps with a message at the timeout).
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn gpushmem_signal_wait(sig: *const u64, cmp: u32, value: u64) {
+pub unsafe extern "ptx-kernel" fn gpushmem_signal_wait(sig: *const u64, cmp: Cmp, value: u64) {
     if core::arch::nvptx::_thread_idx_x() == 0 {
-        shmem::signal_wait_until(sig, Cmp::from_u32(cmp).unwrap_or(Cmp::Eq), value);
+        shmem::signal_wait_until(sig, cmp, value);
     }
 }
 
@@ -64,15 +63,13 @@ macro_rules! reduce_kernels {
     ($($t:ty => $reduce:ident, $scatter:ident;)*) => {$(
         /// `reduce_block` (the host's `allreduce_on_stream`).
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $reduce(team: u32, dest: *mut $t, src: *const $t, n: u64, op: u32) {
-            let op = shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum);
+        pub unsafe extern "ptx-kernel" fn $reduce(team: u32, dest: *mut $t, src: *const $t, n: u64, op: shmem::ReduceOp) {
             shmem::reduce_block(shmem::Team(team), dest, src, n as usize, op);
         }
 
         /// `reducescatter_block` (the host's `reducescatter_on_stream`).
         #[no_mangle]
-        pub unsafe extern "ptx-kernel" fn $scatter(team: u32, dest: *mut $t, src: *const $t, n: u64, op: u32) {
-            let op = shmem::ReduceOp::from_u32(op).unwrap_or(shmem::ReduceOp::Sum);
+        pub unsafe extern "ptx-kernel" fn $scatter(team: u32, dest: *mut $t, src: *const $t, n: u64, op: shmem::ReduceOp) {
             shmem::reducescatter_block(shmem::Team(team), dest, src, n as usize, op);
         }
     )*};

@@ -74,7 +74,8 @@ unsafe fn coll_reduce_batch<T: Reducible, const FORMS: u32>(cases: *const u64, n
             continue;
         };
         let (src, dst) = (src as *const T, dst as *mut T);
-        let op = ReduceOp::from_u32(op).unwrap_or(ReduceOp::Sum);
+        // An unknown code calls nothing: the destination stays poisoned and the host reports it.
+        let Some(op) = ReduceOp::from_u32(op) else { continue };
         let has = |k: u64, f: u64| kind == k && form == f && FORMS & form_bit(k, f) != 0;
         if has(3, 0) {
             shmem::reduce(team, dst, src, n, op)
