@@ -93,9 +93,9 @@
 //! after the `# gpushmem-perf …` line),
 //! `--json FILE`, `--png FILE` (bandwidth against size of every `*_bw_*` test and
 //! its baseline). A progress bar on stderr while sweeps run, when stderr is a
-//! terminal or `GPUSHMEM_PROGRESS=1`. A failing subcommand is reported with its
-//! name and the others still run; the exit status is then 1 (2 for bad usage,
-//! an engine mismatch or no GPU).
+//! terminal (`GPUSHMEM_PROGRESS=0` hides it there too). `--help` lists all of
+//! this. A failing subcommand is reported with its name and the others still
+//! run; the exit status is then 1 (2 for bad usage, an engine mismatch or no GPU).
 
 #[path = "perf/atomic.rs"]
 mod atomic;
@@ -107,8 +107,6 @@ mod collective;
 mod common;
 #[path = "perf/engine.rs"]
 mod engine;
-#[path = "perf/font.rs"]
-mod font;
 #[path = "perf/init.rs"]
 mod init;
 #[path = "perf/latency.rs"]
@@ -157,10 +155,14 @@ fn write_file(path: &str, data: &[u8]) -> bool {
 
 fn write_png(path: &str, rows: &[Row]) -> bool {
     match plot::png(rows, PLOT_TITLE) {
-        Some(png) => write_file(path, &png),
-        None => {
+        Ok(Some(png)) => write_file(path, &png),
+        Ok(None) => {
             eprintln!("gpushmem-perf: --png {path}: no *_bw_* results to plot; not written");
             true
+        }
+        Err(e) => {
+            eprintln!("gpushmem-perf: --png {path}: {e}");
+            false
         }
     }
 }
@@ -196,16 +198,8 @@ fn main() -> ExitCode {
         std::env::set_var("CUDA_DEVICE_MAX_CONNECTIONS", "16");
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let o = match opts::parse(args.clone()) {
-        Ok(o) => o,
-        Err(e) => {
-            if !e.is_empty() {
-                eprintln!("gpushmem-perf: {e}");
-            }
-            eprintln!("{}", opts::USAGE);
-            return ExitCode::from(2);
-        }
-    };
+    // Bad usage: clap prints the error and the usage and exits 2 (`--help`: the help, 0).
+    let o = opts::parse(args.clone()).unwrap_or_else(|e| e.exit());
     if let Some(csv) = &o.plot_from {
         let rows = match std::fs::read_to_string(csv).map_err(|e| e.to_string()).and_then(|t| output::parse_csv(&t)) {
             Ok(r) => r,

@@ -1,4 +1,10 @@
-//! Command line of gpushmem-perf (see the module doc of `perf.rs`).
+//! Command line of gpushmem-perf (see the module doc of `perf.rs`): clap
+//! parses it, [`parse`] checks what clap cannot and hands the benchmarks [`Opts`].
+
+use clap::builder::{PossibleValue, PossibleValuesParser};
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Every subcommand, in the order `all` runs them (`plot` is not part of `all`).
 pub const SUBCOMMANDS: &[&str] = &[
@@ -23,15 +29,6 @@ pub const ONE_PE: &[&str] =
 
 /// Why the other subcommands have no one-PE form.
 pub const NO_ONE_PE_WHY: &str = "each needs 2 or more PEs as threads of one process";
-
-/// The usage text.
-pub const USAGE: &str =
-    "usage: gpushmem-perf [all|put-bw|get-bw|latency|pingpong|scopes|pingpong-blocks|pingpong-placement|barrier|atomic|collective|init ...]
-                     [--min-size BYTES] [--max-size BYTES] [--scope thread,warp,block|all]
-                     [--grid N] [--max-grid N] [--block N] [--iters N] [--reps N] [--warmup N] [--bidir]
-                     [--pes LIST] [--npes N] [--coll-max-size BYTES] [--placements N] [--one-pe]
-                     [--csv FILE] [--json FILE] [--png FILE]
-       gpushmem-perf plot RESULTS.csv --png FILE   (re-plot a CSV; needs no GPU)";
 
 /// Scope of the bandwidth kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,8 +66,11 @@ pub struct Opts {
     pub one_pe: bool,
     /// `plot`: the CSV to re-plot.
     pub plot_from: Option<String>,
+    /// Smallest size of the bandwidth sweeps.
     pub min_size: u64,
+    /// Largest size of the bandwidth sweeps.
     pub max_size: u64,
+    /// Scopes of the bandwidth kernels, each once.
     pub scopes: Vec<Scope>,
     /// `--grid`: blocks of every bandwidth launch (else one per 64 KiB, up to `max_grid`).
     pub grid: Option<u32>,
@@ -148,13 +148,33 @@ impl Opts {
     }
 }
 
-fn num<T: std::str::FromStr>(name: &str, v: &str) -> Result<T, String>
-where
-    T::Err: std::fmt::Display,
-{
-    v.parse().map_err(|e| format!("{name} {v:?}: {e}"))
+/// One line of `--help` for each entry of [`SUBCOMMANDS`].
+fn about(name: &str) -> &'static str {
+    match name {
+        "put-bw" => "PE 0 puts S bytes to PE 1, S = --min-size ... --max-size (doubling); GB/s",
+        "get-bw" => "PE 0 gets S bytes from PE 1; GB/s",
+        "latency" => "p and quiet, and dependent g, of a u64 between PE 0 and PE 1; us",
+        "pingpong" => "put_signal_nbi round trip between PE 0 and PE 1; us",
+        "scopes" => "the ping-pong with each memory-ordering choice spelled out; us",
+        "pingpong-blocks" => "the modes of scopes between two blocks of one kernel of one PE; us",
+        "pingpong-placement" => "pingpong-blocks modes with their words at --placements positions; us",
+        "barrier" => "barrier_all and sync_all of one block per PE, for each PE count of --pes; us",
+        "atomic" => "atomic_fetch_add latency and atomic_add throughput on PE 1",
+        "collective" => "allreduce, fcollect and alltoall over --npes PEs; algbw and busbw GB/s",
+        "init" => "setting up --npes PEs and a collective 1 GiB malloc / calloc; ms",
+        _ => "",
+    }
 }
 
+/// The positional words: `all` or any of [`SUBCOMMANDS`], each with its help.
+fn subcommand_words() -> PossibleValuesParser {
+    let all = PossibleValue::new("all").help("every subcommand (the default; with --one-pe the one-PE ones)");
+    PossibleValuesParser::new(
+        std::iter::once(all).chain(SUBCOMMANDS.iter().map(|&s| PossibleValue::new(s).help(about(s)))),
+    )
+}
+
+/// `--scope`: a comma-separated list of `thread`, `warp`, `block` or `all`, without repeats.
 fn scopes(v: &str) -> Result<Vec<Scope>, String> {
     let mut out = Vec::new();
     for s in v.split(',') {
@@ -163,7 +183,7 @@ fn scopes(v: &str) -> Result<Vec<Scope>, String> {
             "warp" => &[Scope::Warp],
             "block" => &[Scope::Block],
             "all" => &[Scope::Block, Scope::Warp, Scope::Thread],
-            other => return Err(format!("--scope: unknown scope {other:?} (thread, warp, block or all)")),
+            other => return Err(format!("unknown scope {other:?} (thread, warp, block or all)")),
         };
         for &a in add {
             if !out.contains(&a) {
@@ -174,89 +194,147 @@ fn scopes(v: &str) -> Result<Vec<Scope>, String> {
     Ok(out)
 }
 
-/// Parses the arguments after the program name. `Err("")` means: print the usage only.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
+/// The command line as clap sees it; [`parse`] checks it and turns it into [`Opts`].
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpushmem-perf",
+    about = "gpushmem measurements in the manner of NVSHMEM's perftests, PEs as threads of this process",
+    override_usage = "gpushmem-perf [SUBCOMMAND]... [OPTIONS]      (no subcommand = all)\n       \
+                      gpushmem-perf plot RESULTS.csv --png FILE   (re-plot a CSV; needs no GPU)",
+    // `plot` is a clap subcommand; the benchmarks are positional words, several at once.
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true,
+    after_help = "\
+Sizes take k/m/g/t suffixes (powers of 1024). The header and the table go to
+stdout; a progress bar goes to stderr when it is a terminal. Exit status: 0;
+1 if a subcommand failed or a file could not be written; 2 for bad usage, an
+engine mismatch or no GPU."
+)]
+struct Cli {
+    /// Subcommands to run (in the order listed below, whatever the order given)
+    #[arg(value_name = "SUBCOMMAND", value_parser = subcommand_words())]
+    what: Vec<String>,
+    #[command(subcommand)]
+    plot: Option<Plot>,
+    /// Smallest size of the put-bw/get-bw sweeps
+    #[arg(long, value_name = "BYTES", default_value = "8", value_parser = gpushmem::parse_size)]
+    min_size: u64,
+    /// Largest size of the put-bw/get-bw sweeps
+    #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = gpushmem::parse_size)]
+    max_size: u64,
+    /// Scopes of the bandwidth kernels: thread, warp, block (comma-separated) or all
+    // A full path: clap takes a bare `Vec` for a repeatable option.
+    #[arg(long = "scope", value_name = "LIST", default_value = "block", value_parser = scopes)]
+    scopes: std::vec::Vec<Scope>,
+    /// Blocks of every bandwidth launch [default: one per 64 KiB, up to --max-grid]
+    #[arg(long, value_name = "N")]
+    grid: Option<u32>,
+    /// The most blocks of the default bandwidth grid (NVSHMEM's put_bw uses 1056)
+    #[arg(long, value_name = "N", default_value_t = 4224)]
+    max_grid: u32,
+    /// Threads per block of the bandwidth and throughput launches [default: 1024]
+    #[arg(long, value_name = "N")]
+    block: Option<u32>,
+    /// Launches per timed span of the bandwidth tests
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    iters: u32,
+    /// Timed runs per figure (the median is reported)
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    reps: usize,
+    /// Untimed runs before the timed ones
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    warmup: usize,
+    /// put-bw/get-bw: also both directions at once (PE 0 <-> PE 1)
+    #[arg(long)]
+    bidir: bool,
+    /// PE counts of barrier (comma-separated)
+    #[arg(long, value_name = "LIST", value_delimiter = ',', default_value = "2,4,8")]
+    pes: Vec<usize>,
+    /// PEs of collective and init
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    npes: usize,
+    /// Largest per-PE size of collective
+    #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = gpushmem::parse_size)]
+    coll_max_size: u64,
+    /// pingpong-placement: positions of the ping-pong's words
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    placements: usize,
+    /// Run the one-PE forms (always on the NVSHMEM engine); subcommands without one are refused
+    #[arg(long)]
+    one_pe: bool,
+    /// Write the results as CSV
+    #[arg(long, value_name = "FILE")]
+    csv: Option<String>,
+    /// Write the results and the run's settings as JSON
+    #[arg(long, value_name = "FILE")]
+    json: Option<String>,
+    /// Plot bandwidth against size of every *_bw_* test and its baseline as PNG
+    #[arg(long, value_name = "FILE")]
+    png: Option<String>,
+}
+
+/// `plot`, the one clap subcommand: it takes its own arguments.
+#[derive(Subcommand, Debug)]
+enum Plot {
+    /// Re-plot the bandwidth results of a CSV written by --csv (needs no GPU)
+    Plot {
+        /// The CSV to plot
+        #[arg(value_name = "RESULTS.csv")]
+        csv: String,
+        /// The PNG to write
+        #[arg(long, value_name = "FILE")]
+        png: String,
+    },
+}
+
+/// Parses the arguments after the program name. The error is clap's: `exit()`
+/// prints it (or the help, for `--help`) with the usage and exits 2 (0 for help).
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, clap::Error> {
+    let mut cmd = Cli::command();
+    let m = cmd.try_get_matches_from_mut(std::iter::once("gpushmem-perf".to_string()).chain(args))?;
+    let cli = Cli::from_arg_matches(&m)?;
+    // `--pes` and `--npes` do not go with the one-PE forms, even at their defaults.
+    let given = |id: &str| m.value_source(id) == Some(ValueSource::CommandLine);
+    let (pes_given, npes_given) = (given("pes"), given("npes"));
+    check(cli, pes_given, npes_given).map_err(|msg| cmd.error(ErrorKind::ValueValidation, msg))
+}
+
+/// [`Opts`] of `c`, or what is wrong with it that clap does not see.
+fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
     let mut o = Opts {
         what: Vec::new(),
         all: false,
         skipped: Vec::new(),
-        one_pe: false,
+        one_pe: c.one_pe,
         plot_from: None,
-        min_size: 8,
-        max_size: 1 << 30,
-        scopes: vec![Scope::Block],
-        grid: None,
-        max_grid: 4224,
-        block: None,
-        iters: 1,
-        reps: 10,
-        warmup: 3,
-        pes: vec![2, 4, 8],
-        pes_given: false,
-        npes: 8,
-        npes_given: false,
-        coll_max_size: 64 << 20,
-        bidir: false,
-        placements: 16,
-        csv: None,
-        json: None,
-        png: None,
+        min_size: c.min_size,
+        max_size: c.max_size,
+        scopes: c.scopes,
+        grid: c.grid,
+        max_grid: c.max_grid,
+        block: c.block,
+        iters: c.iters,
+        reps: c.reps,
+        warmup: c.warmup,
+        pes: c.pes,
+        pes_given,
+        npes: c.npes,
+        npes_given,
+        coll_max_size: c.coll_max_size,
+        bidir: c.bidir,
+        placements: c.placements,
+        csv: c.csv,
+        json: c.json,
+        png: c.png,
     };
-    let mut words = Vec::new();
-    let mut args = args.into_iter();
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match a.as_str() {
-            "--min-size" => o.min_size = gpushmem::parse_size(&val(&a)?).map_err(|e| format!("--min-size: {e}"))?,
-            "--max-size" => o.max_size = gpushmem::parse_size(&val(&a)?).map_err(|e| format!("--max-size: {e}"))?,
-            "--coll-max-size" => {
-                o.coll_max_size = gpushmem::parse_size(&val(&a)?).map_err(|e| format!("--coll-max-size: {e}"))?
-            }
-            "--scope" => o.scopes = scopes(&val(&a)?)?,
-            "--grid" => o.grid = Some(num(&a, &val(&a)?)?),
-            "--max-grid" => o.max_grid = num(&a, &val(&a)?)?,
-            "--block" => o.block = Some(num(&a, &val(&a)?)?),
-            "--iters" => o.iters = num(&a, &val(&a)?)?,
-            "--reps" => o.reps = num(&a, &val(&a)?)?,
-            "--warmup" => o.warmup = num(&a, &val(&a)?)?,
-            "--pes" => {
-                let v = val(&a)?;
-                o.pes = v.split(',').map(|p| num("--pes", p.trim())).collect::<Result<_, _>>()?;
-                o.pes_given = true;
-            }
-            "--npes" => {
-                o.npes = num(&a, &val(&a)?)?;
-                o.npes_given = true;
-            }
-            "--bidir" => o.bidir = true,
-            "--one-pe" => o.one_pe = true,
-            "--placements" => o.placements = num(&a, &val(&a)?)?,
-            "--csv" => o.csv = Some(val(&a)?),
-            "--json" => o.json = Some(val(&a)?),
-            "--png" => o.png = Some(val(&a)?),
-            "-h" | "--help" => return Err(String::new()),
-            w if !w.starts_with('-') => words.push(w.to_string()),
-            other => return Err(format!("unknown option {other}")),
-        }
-    }
-    if words.first().map(String::as_str) == Some("plot") {
-        if words.len() != 2 || o.png.is_none() {
-            return Err("plot needs one CSV file and --png FILE".into());
-        }
-        o.plot_from = words.pop();
+    if let Some(Plot::Plot { csv, png }) = c.plot {
+        o.plot_from = Some(csv);
+        o.png = Some(png);
         return Ok(o);
     }
-    if words.is_empty() {
-        words.push("all".into());
-    }
-    for w in &words {
-        if w != "all" && !SUBCOMMANDS.contains(&w.as_str()) {
-            return Err(format!("unknown subcommand {w:?}"));
-        }
-    }
-    let all = words.iter().any(|w| w == "all");
+    let all = c.what.is_empty() || c.what.iter().any(|w| w == "all");
     o.all = all;
-    o.what = SUBCOMMANDS.iter().copied().filter(|s| all || words.iter().any(|w| w == s)).collect();
+    o.what = SUBCOMMANDS.iter().copied().filter(|s| all || c.what.iter().any(|w| w == s)).collect();
     if o.reps == 0 {
         return Err("--reps must be at least 1".into());
     }
@@ -296,8 +374,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Opts, String> {
 mod tests {
     use super::*;
 
-    fn p(s: &str) -> Result<Opts, String> {
+    fn p(s: &str) -> Result<Opts, clap::Error> {
         parse(s.split_whitespace().map(String::from))
+    }
+
+    #[test]
+    fn clap_definition() {
+        Cli::command().debug_assert();
+        assert!(SUBCOMMANDS.iter().all(|s| !about(s).is_empty()));
     }
 
     #[test]
@@ -321,6 +405,19 @@ mod tests {
         assert!(p("plot x.csv").is_err());
         assert_eq!(p("plot x.csv --png y.png").unwrap().plot_from.as_deref(), Some("x.csv"));
         assert!(p("--max-grid 0").is_err());
+        // Usage errors clap finds: bad numbers and sizes, unknown options, plot among benchmarks.
+        assert!(p("--reps x").is_err() && p("--min-size 4q").is_err() && p("--frobnicate").is_err());
+        assert!(p("put-bw plot x.csv --png y.png").is_err());
+        assert!(p("--scope warp,bogus").is_err());
+    }
+
+    #[test]
+    fn given_or_default() {
+        let o = p("barrier").unwrap();
+        assert_eq!((o.pes.as_slice(), o.pes_given, o.npes, o.npes_given), ([2, 4, 8].as_slice(), false, 8, false));
+        let o = p("barrier --pes 2,4 --npes 8 --coll-max-size 1m").unwrap();
+        assert_eq!((o.pes.as_slice(), o.pes_given, o.npes_given), ([2, 4].as_slice(), true, true));
+        assert_eq!((o.min_size, o.max_size, o.coll_max_size), (8, 1 << 30, 1 << 20));
     }
 
     #[test]

@@ -1,70 +1,57 @@
-//! A one-line progress bar on stderr for sweeps:
-//! `[#####     ] put_bw_block 64 MiB (7/27)`, redrawn in place with `\r`.
-//! Shown only when stderr is a terminal, or when `GPUSHMEM_PROGRESS=1`
-//! (`GPUSHMEM_PROGRESS=0` turns it off on a terminal).
+//! The progress bar of the sweeps, on stderr (indicatif):
+//! `[#####>              ] put_bw_block 64 MiB (6/27 done, 00:00:41)`.
+//! indicatif hides it when stderr is not a terminal, so redirected output holds
+//! no bar; `GPUSHMEM_PROGRESS=0` hides it on a terminal too.
 
-use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::time::Duration;
 
-const WIDTH: usize = 20;
+/// The bar's layout: which step is running, how many are done, time so far.
+const TEMPLATE: &str = "[{bar:20}] {msg} ({pos}/{len} done, {elapsed_precise})";
 
-pub struct Progress {
-    total: usize,
-    done: AtomicUsize,
-    enabled: bool,
-}
-
-/// Whether bars are drawn in this process.
-pub fn enabled() -> bool {
-    match std::env::var("GPUSHMEM_PROGRESS").ok().as_deref().map(str::trim) {
-        Some("1") | Some("true") | Some("yes") | Some("on") => true,
-        Some("0") | Some("false") | Some("no") | Some("off") => false,
-        _ => std::io::stderr().is_terminal(),
-    }
-}
-
-/// The bar's text after `done` of `total` steps, the current one named `what`.
-pub fn line(done: usize, total: usize, what: &str) -> String {
-    let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH).min(WIDTH);
-    format!("[{}{}] {what} ({done}/{total})", "#".repeat(filled), " ".repeat(WIDTH - filled))
-}
+/// A bar of a sweep's steps; shared by the PE threads of a job (one of them drives it).
+pub struct Progress(ProgressBar);
 
 impl Progress {
-    /// A bar of `total` steps (drawn only if [`enabled`]).
+    /// A bar of `total` steps.
     pub fn new(total: usize) -> Progress {
-        Progress { total, done: AtomicUsize::new(0), enabled: enabled() }
+        let off = matches!(
+            std::env::var("GPUSHMEM_PROGRESS").ok().as_deref().map(str::trim),
+            Some("0" | "false" | "no" | "off")
+        );
+        let target = if off { ProgressDrawTarget::hidden() } else { ProgressDrawTarget::stderr() };
+        let bar = ProgressBar::with_draw_target(Some(total as u64), target);
+        bar.set_style(ProgressStyle::with_template(TEMPLATE).expect("valid template").progress_chars("#> "));
+        if !bar.is_hidden() {
+            // Redraw on a timer: a step's name set just after the previous step
+            // could fall in indicatif's rate limit and stay undrawn for the whole step.
+            bar.enable_steady_tick(Duration::from_millis(250));
+        }
+        Progress(bar)
     }
 
     /// Shows that the next step, `what`, is running.
     pub fn start(&self, what: &str) {
-        if self.enabled {
-            let done = self.done.load(Ordering::Relaxed);
-            // Clear to the end of the line (the previous text may be longer).
-            eprint!("\r{}\x1b[K", line(done + 1, self.total, what));
-            let _ = std::io::stderr().flush();
-        }
+        self.0.set_message(what.to_string());
     }
 
     /// Marks one step done.
     pub fn step(&self) {
-        self.done.fetch_add(1, Ordering::Relaxed);
+        self.0.inc(1);
     }
 }
 
 impl Drop for Progress {
     fn drop(&mut self) {
-        if self.enabled {
-            eprint!("\r\x1b[K");
-            let _ = std::io::stderr().flush();
-        }
+        // Leave no bar behind: the table follows on stdout.
+        self.0.finish_and_clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn bar() {
-        assert_eq!(super::line(7, 28, "x"), "[#####               ] x (7/28)");
-        assert_eq!(super::line(0, 0, "x"), "[####################] x (0/0)");
+    fn template() {
+        assert!(indicatif::ProgressStyle::with_template(super::TEMPLATE).is_ok());
     }
 }

@@ -190,11 +190,13 @@ fn bad_usage_exits_2() {
     ] {
         let (o, _) = launch(args, &out);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
-        assert!(stderr(&o).contains("usage:"), "{args:?}: {}", stderr(&o));
+        // clap's error: what is wrong, and where to read the usage.
+        let err = stderr(&o);
+        assert!(err.starts_with("error: ") && err.contains("--help"), "{args:?}: {err}");
     }
     let (o, _) = launch(&["--help"], &out);
     assert_eq!(o.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("usage: gpushmem-run"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: gpushmem-run -n N"));
 }
 
 /// Set for PEs started by [`bootstrap_through_the_launcher`]: where they report.

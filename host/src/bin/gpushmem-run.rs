@@ -11,6 +11,7 @@
 //! started (a shell's children), and a terminal's Ctrl-C reaches the PEs once,
 //! through the launcher.
 
+use clap::Parser;
 use gpushmem::bootstrap::auth::{Secret, SECRET_VAR};
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -20,27 +21,6 @@ use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-const USAGE: &str = "\
-usage: gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] [--] prog [args...]
-
-Starts N processes of prog, one per PE, on this node.
-
-  -n, --np N         number of PEs
-  --gpus LIST        GPU ordinals, comma-separated: PE k gets entry k (wrapping
-                     around when the list is shorter than N) as GPUSHMEM_DEVICE
-  --grace SECONDS    when a PE fails, how long the other PEs get after SIGTERM
-                     before SIGKILL (default 10)
-  --wait-others      when a PE fails, send the others nothing: give them
-                     --grace seconds to end on their own (a bounded device
-                     wait or the bootstrap timeout reports the lost peer),
-                     then SIGKILL what is left; for testing failure handling
-  -h, --help         show this help
-
-When a PE exits non-zero or is killed, the other PEs are ended too. The exit
-status is 0 if every PE exits 0, else the first failing PE's (128 + signal for
-a PE killed by a signal). SIGINT, SIGTERM and SIGHUP are passed on to the PEs.
-";
 
 /// Writes `gpushmem-run: <message>` and a newline to stderr in one `write`.
 ///
@@ -55,97 +35,65 @@ macro_rules! say {
     }};
 }
 
-/// The parsed command line.
+/// The command line. `PROGRAM ARGS...` is everything from the first word that
+/// is not an option (or everything after `--`), passed on untouched.
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpushmem-run",
+    about = "Starts N processes of PROGRAM, one per PE, on this node.",
+    override_usage = "gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] [--] PROGRAM [ARGS]...",
+    after_help = "\
+When a PE exits non-zero or is killed, the other PEs are ended too. The exit
+status is 0 if every PE exits 0, else the first failing PE's (128 + signal for
+a PE killed by a signal). SIGINT, SIGTERM and SIGHUP are passed on to the PEs."
+)]
 struct Options {
+    /// Number of PEs
+    #[arg(short = 'n', long = "np", value_name = "N", value_parser = pe_count)]
     n: usize,
+    /// GPU ordinals, comma-separated: PE k gets entry k (wrapping around when
+    /// the list is shorter than N) as GPUSHMEM_DEVICE
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = gpu)]
     gpus: Vec<usize>,
+    /// When a PE fails, how long the other PEs get after SIGTERM before SIGKILL
+    // Negative numbers are taken as values, so that `--grace -1` says why it is refused.
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = seconds, allow_negative_numbers = true)]
     grace: Duration,
-    /// On a failure, let the other PEs end by themselves instead of sending SIGTERM.
+    /// When a PE fails, send the others nothing: give them --grace seconds to
+    /// end on their own (a bounded device wait or the bootstrap timeout reports
+    /// the lost peer), then SIGKILL what is left; for testing failure handling
+    #[arg(long)]
     wait_others: bool,
-    prog: OsString,
-    args: Vec<OsString>,
+    /// The program each PE runs, and its arguments
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, value_parser = clap::value_parser!(OsString))]
+    command: Vec<OsString>,
+}
+
+/// `-n`: a PE count of at least 1.
+fn pe_count(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(k) if k > 0 => Ok(k),
+        _ => Err("expects a number of PEs >= 1".into()),
+    }
+}
+
+/// One entry of `--gpus`.
+fn gpu(v: &str) -> Result<usize, String> {
+    v.trim().parse().map_err(|_| "expects GPU ordinals like 0,1,2".into())
+}
+
+/// `--grace`: seconds, finite and not negative.
+fn seconds(v: &str) -> Result<Duration, String> {
+    match v.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
+        _ => Err("expects seconds, e.g. 10 or 0.5".into()),
+    }
 }
 
 fn main() {
-    let code = match parse(std::env::args_os().skip(1).collect()) {
-        Ok(None) => {
-            print!("{USAGE}");
-            0
-        }
-        Ok(Some(opts)) => run(&opts),
-        Err(msg) => {
-            say!("{msg}\n\n{}", USAGE.trim_end());
-            2
-        }
-    };
-    std::process::exit(code);
-}
-
-/// `Ok(None)`: help was asked for.
-fn parse(args: Vec<OsString>) -> Result<Option<Options>, String> {
-    let (mut n, mut gpus, mut grace, mut wait_others) = (None, Vec::new(), Duration::from_secs(10), false);
-    let mut it = args.into_iter();
-    let mut command = Vec::new();
-    while let Some(arg) = it.next() {
-        // Non-UTF-8 cannot be an option: it starts the program.
-        let Some(s) = arg.to_str().map(str::to_owned) else {
-            command.push(arg);
-            break;
-        };
-        if s == "--" {
-            break;
-        }
-        if s == "-h" || s == "--help" {
-            return Ok(None);
-        }
-        if !s.starts_with('-') || s == "-" {
-            command.push(arg);
-            break;
-        }
-        // --opt=value, -n=value, -nVALUE, or the value as the next argument.
-        let (name, inline) = match s.split_once('=') {
-            Some((name, v)) => (name.to_string(), Some(v.to_string())),
-            None if s.starts_with("-n") && s.len() > 2 && !s.starts_with("--") => ("-n".into(), Some(s[2..].into())),
-            None => (s.clone(), None),
-        };
-        let mut value = || -> Result<String, String> {
-            match inline.clone() {
-                Some(v) => Ok(v),
-                None => it.next().and_then(|v| v.into_string().ok()).ok_or_else(|| format!("{name} needs a value")),
-            }
-        };
-        match name.as_str() {
-            "-n" | "--np" => {
-                let v = value()?;
-                match v.parse::<usize>() {
-                    Ok(k) if k > 0 => n = Some(k),
-                    _ => return Err(format!("{name} expects a number of PEs >= 1, got {v:?}")),
-                }
-            }
-            "--gpus" => {
-                let v = value()?;
-                gpus = v
-                    .split(',')
-                    .map(|g| g.trim().parse::<usize>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| format!("--gpus expects GPU ordinals like 0,1,2, got {v:?}"))?;
-            }
-            "--grace" => {
-                let v = value()?;
-                match v.parse::<f64>() {
-                    Ok(s) if s.is_finite() && s >= 0.0 => grace = Duration::from_secs_f64(s),
-                    _ => return Err(format!("--grace expects seconds, e.g. 10 or 0.5, got {v:?}")),
-                }
-            }
-            "--wait-others" => wait_others = true,
-            _ => return Err(format!("unknown option {s:?}")),
-        }
-    }
-    command.extend(it);
-    let n = n.ok_or("the number of PEs (-n N) is missing")?;
-    let mut command = command.into_iter();
-    let prog = command.next().ok_or("the program to run is missing")?;
-    Ok(Some(Options { n, gpus, grace, wait_others, prog, args: command.collect() }))
+    // Bad usage: clap prints the error and the usage and exits 2 (`--help`: the help, 0).
+    let opts = Options::parse();
+    std::process::exit(run(&opts));
 }
 
 /// Signals received and not yet passed on, as a bit mask.
@@ -289,8 +237,8 @@ fn run(o: &Options) -> i32 {
     // Exit status of the first failure, once there is one.
     let mut failure: Option<i32> = None;
     for rank in 0..o.n {
-        let mut cmd = Command::new(&o.prog);
-        cmd.args(&o.args)
+        let mut cmd = Command::new(&o.command[0]);
+        cmd.args(&o.command[1..])
             .stdin(Stdio::null())
             .env("GPUSHMEM_RANK", rank.to_string())
             .env("GPUSHMEM_SIZE", o.n.to_string())
@@ -323,7 +271,7 @@ fn run(o: &Options) -> i32 {
         match cmd.spawn() {
             Ok(child) => pes.push(Pe { rank, pid: child.id() as i32, child, status: None }),
             Err(e) => {
-                let prog = display(&o.prog);
+                let prog = display(&o.command[0]);
                 let (code, hint) = match e.kind() {
                     io::ErrorKind::NotFound => (127, ": program not found (or its interpreter is missing)"),
                     io::ErrorKind::PermissionDenied => (126, ": permission denied"),
@@ -422,4 +370,64 @@ fn supervise(pes: &mut [Pe], mut failure: Option<i32>, grace: Duration, wait_oth
 
 fn fmt_secs(d: Duration) -> String {
     format!("{} s", d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        Options::try_parse_from(std::iter::once("gpushmem-run").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn clap_definition() {
+        Options::command().debug_assert();
+    }
+
+    #[test]
+    fn options_and_program() {
+        let o = parse(&["-n", "3", "--gpus", "4,5", "--grace", "0.5", "--", "sh", "-c", "x", "--np", "9"]).unwrap();
+        assert_eq!(
+            (o.n, o.gpus.as_slice(), o.grace, o.wait_others),
+            (3, [4, 5].as_slice(), Duration::from_millis(500), false)
+        );
+        assert_eq!(o.command, ["sh", "-c", "x", "--np", "9"]);
+        // Without `--`, the first word that is not an option starts the program; the rest is its own.
+        let o = parse(&["--np=2", "--wait-others", "prog", "-n", "5", "--", "--help"]).unwrap();
+        assert_eq!((o.n, o.wait_others, o.grace), (2, true, Duration::from_secs(10)));
+        assert_eq!(o.command, ["prog", "-n", "5", "--", "--help"]);
+        assert_eq!(parse(&["-n4", "true"]).unwrap().n, 4);
+        // A program name or argument that is not UTF-8 is passed on as it is.
+        let odd = OsString::from_vec(vec![b'a', 0xff]);
+        let o = Options::try_parse_from([
+            OsString::from("gpushmem-run"),
+            "-n".into(),
+            "1".into(),
+            odd.clone(),
+            odd.clone(),
+        ]);
+        assert_eq!(o.unwrap().command, [odd.clone(), odd]);
+    }
+
+    #[test]
+    fn bad_usage() {
+        for args in [
+            &[][..],
+            &["true"],
+            &["-n", "0", "true"],
+            &["-n", "x", "true"],
+            &["-n", "2"],
+            &["-n", "2", "--"],
+            &["-n", "2", "--gpus", "0,,1", "true"],
+            &["-n", "2", "--grace", "-1", "true"],
+            &["-n", "2", "--frobnicate", "true"],
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
+        }
+        let e = parse(&["-n", "2", "--grace", "-1", "true"]).unwrap_err().to_string();
+        assert!(e.contains("expects seconds"), "{e}");
+    }
 }
