@@ -24,7 +24,9 @@ fn ring(shmem: &Shmem, bytes: usize) -> gpushmem::Result<(bool, f64)> {
     shmem.write(&src, &(0..bytes).map(|i| pattern(me, i)).collect::<Vec<_>>())?;
     let module = shmem.load_module("ring-kernels", PTX)?;
     let k = module.kernel("ring_shift")?;
-    let blocks = (bytes / (256 << 10)).clamp(1, 32) as u32;
+    // A block per 256 KiB, at most 32, and never more than a collective launch may use.
+    let fit = shmem.collective_launch_query_gridsize(&k, 512, 0)?;
+    let blocks = ((bytes / (256 << 10)).clamp(1, 32) as u32).min(fit);
     let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
     shmem.barrier_all()?;
     let t = Instant::now();

@@ -128,16 +128,22 @@ pub(crate) unsafe fn launch_on(
     })
 }
 
-/// Fails unless the whole grid can be resident on the device at once, given
-/// that `sharing` PEs split the device (a kernel whose blocks wait for other
-/// blocks or PEs would otherwise hang).
-pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfig, sharing: usize) -> Result<()> {
-    let block = cfg.block_dim.0 * cfg.block_dim.1 * cfg.block_dim.2;
-    let blocks = cfg.grid_dim.0 as u64 * cfg.grid_dim.1 as u64 * cfg.grid_dim.2 as u64;
+/// How many blocks of `block` threads with `shared_mem_bytes` of dynamic
+/// shared memory each of the `sharing` PEs on this device may launch so that
+/// every PE's whole grid is resident at once: `(blocks per SM × SMs) /
+/// sharing`, and, for messages, the blocks per SM and the SM count. Fails
+/// when one block does not fit on an SM at all.
+pub(crate) fn co_resident_blocks(
+    ctx: &CudaContext,
+    k: &Kernel,
+    block: u32,
+    shared_mem_bytes: u32,
+    sharing: usize,
+) -> Result<(u64, u32, u64)> {
     let err = |why: String| Error::Launch { kernel: k.name.clone(), why };
     let per_sm = k
         .func
-        .occupancy_max_active_blocks_per_multiprocessor(block, cfg.shared_mem_bytes as usize, None)
+        .occupancy_max_active_blocks_per_multiprocessor(block, shared_mem_bytes as usize, None)
         .map_err(|e| err(format!("occupancy query failed: {e}")))?;
     let sms = ctx
         .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
@@ -147,11 +153,20 @@ pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfi
         let max = k.func.max_threads_per_block().unwrap_or(-1);
         return Err(err(format!(
             "a block of {block} threads does not fit on an SM: the kernel uses {regs} registers per thread, \
-             so at most {max} threads per block (and less with {} bytes of dynamic shared memory)",
-            cfg.shared_mem_bytes
+             so at most {max} threads per block (and less with {shared_mem_bytes} bytes of dynamic shared memory)"
         )));
     }
-    let fits = per_sm as u64 * sms / sharing.max(1) as u64;
+    Ok((per_sm as u64 * sms / sharing.max(1) as u64, per_sm, sms))
+}
+
+/// Fails unless the whole grid can be resident on the device at once, given
+/// that `sharing` PEs split the device (a kernel whose blocks wait for other
+/// blocks or PEs would otherwise hang).
+pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfig, sharing: usize) -> Result<()> {
+    let block = cfg.block_dim.0 * cfg.block_dim.1 * cfg.block_dim.2;
+    let blocks = cfg.grid_dim.0 as u64 * cfg.grid_dim.1 as u64 * cfg.grid_dim.2 as u64;
+    let err = |why: String| Error::Launch { kernel: k.name.clone(), why };
+    let (fits, per_sm, sms) = co_resident_blocks(ctx, k, block, cfg.shared_mem_bytes, sharing)?;
     if blocks > fits {
         return Err(err(format!(
             "collective launch of {blocks} blocks × {block} threads cannot be co-resident: the device holds {} such blocks \

@@ -3,7 +3,7 @@
 use crate::bootstrap::{env::LaunchEnv, socket::SocketBootstrap, threads::ThreadsBootstrap, Bootstrap};
 use crate::error::CudaContext as _;
 use crate::heap::{Heap, SymSlice};
-use crate::launch::{check_co_resident, launch_on, KernelArgs};
+use crate::launch::{check_co_resident, co_resident_blocks, launch_on, KernelArgs};
 use crate::module::{check_owner, Kernel, Module, Owner};
 use crate::nvshmem::Runtime;
 use crate::peer::PeerMap;
@@ -416,6 +416,24 @@ impl Shmem {
         self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
         // SAFETY: the caller guarantees that `args` match the kernel's parameters.
         unsafe { launch_on(self.owner, stream.cu_stream(), k, cfg, &args) }
+    }
+
+    /// The largest grid (blocks) a [`Shmem::launch_collective`] of `k` with
+    /// blocks of `block_threads` threads and `shared_mem_bytes` of dynamic
+    /// shared memory may use on this PE (`nvshmemx_collective_launch_query_gridsize`):
+    /// the blocks the GPU holds at once, split evenly among the PEs that share
+    /// it, so every PE's grid is co-resident. The same answer on every PE of a
+    /// GPU; not collective. Fails with [`Error::Launch`] when one such block
+    /// does not fit on an SM (too many threads, registers or shared memory).
+    pub fn collective_launch_query_gridsize(
+        &self,
+        k: &Kernel,
+        block_threads: u32,
+        shared_mem_bytes: u32,
+    ) -> Result<u32> {
+        check_owner(&k.name, k.owner, self.owner)?;
+        let (fits, _, _) = co_resident_blocks(&self.ctx, k, block_threads, shared_mem_bytes, self.pes_on_device)?;
+        Ok(fits.min(u32::MAX as u64) as u32)
     }
 
     /// Launches a kernel that synchronizes with other blocks or PEs (barriers,

@@ -181,6 +181,7 @@ fn gpu_tests() -> Vec<Test> {
         test("smoke::state_installed", || smoke::state_installed(1)),
         test("smoke::state_installed_2pe", || smoke::state_installed(2)),
         test("smoke::state_installed_4pe", || smoke::state_installed(4)),
+        test("smoke::launch_query_gridsize", smoke::launch_query_gridsize),
         test("errors::host_bad_inputs", errors::host_bad_inputs),
         test("errors::kernel_of_another_pe", errors::kernel_of_another_pe),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),

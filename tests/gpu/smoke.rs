@@ -115,3 +115,43 @@ pub fn init_finalize_cycles() -> TestResult {
     }
     Ok(())
 }
+
+/// `collective_launch_query_gridsize` on 1 and 2 PEs (sharing the GPU): a
+/// collective launch of exactly that many blocks goes, one more block is an
+/// `Error::Launch` naming the kernel, and 2 PEs on one GPU get half of 1 PE's
+/// grid (rounded down).
+pub fn launch_query_gridsize() -> TestResult {
+    let mut per_job = Vec::new();
+    for n in [1usize, 2] {
+        let rows = threads(n, 16 << 20, |shmem| {
+            let m = kernels(shmem)?;
+            let k = m.kernel("probe_fence")?;
+            let q = shmem.collective_launch_query_gridsize(&k, 256, 0)?;
+            let cfg = |g: u32| LaunchConfig { grid_dim: (g, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: `probe_fence()` takes no arguments.
+            unsafe { shmem.launch_collective(&k, cfg(q), ())? };
+            shmem.synchronize()?;
+            // SAFETY: as above.
+            let over = unsafe { shmem.launch_collective(&k, cfg(q + 1), ()) };
+            let refused = matches!(&over, Err(gpushmem::Error::Launch { kernel, .. }) if kernel == "probe_fence");
+            Ok((q, refused))
+        })?;
+        per_job.push(rows);
+    }
+    let (one, two) = (&per_job[0], &per_job[1]);
+    let mut bad = Vec::new();
+    for (n, rows) in [(1, one), (2, two)] {
+        for (pe, (q, refused)) in rows.iter().enumerate() {
+            if *q == 0 || !refused {
+                bad.push(format!("{n} PE(s), PE {pe}: query {q}, one block more refused: {refused}"));
+            }
+        }
+    }
+    let (q1, q2) = (one[0].0, two[0].0);
+    if gpushmem::gpu_available().is_ok_and(|g| g == 1) && q2 != q1 / 2 {
+        bad.push(format!("2 PEs on one GPU got {q2} blocks each, want half of 1 PE's {q1}"));
+    }
+    fail_if_any(&bad)?;
+    println!("  256-thread blocks: {q1} per PE alone, {q2} per PE with 2 PEs; one block more is refused");
+    Ok(())
+}
