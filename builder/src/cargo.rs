@@ -161,30 +161,46 @@ pub(crate) fn build_kernel_crate(
     Ok(KernelBuild { crate_name, ptx, bitcode, sources })
 }
 
-/// Passes one rustc diagnostic of the kernel build on to the user: warnings
-/// of the kernel crate itself (`from_this`) as `cargo:warning=` lines (cargo
-/// shows them in the user's build output even when the build succeeds),
-/// errors on stderr (shown when the build fails). Left out: warnings of its
-/// dependencies (`core`, gpushmem-kernels: not the user's to fix), rustc's
-/// closing count ("N warnings emitted"), and the note that the builder's own
-/// `-Ctarget-feature=+ptxNN` is unstable.
-fn forward_diagnostic(m: &serde_json::Value, from_this: bool) {
-    let Some(rendered) = m["rendered"].as_str() else { return };
+/// Where one rustc diagnostic of the kernel build goes.
+#[derive(Debug, PartialEq)]
+enum Forward<'a> {
+    /// To the user's build output as `cargo:warning=` lines (cargo shows
+    /// them even when the build succeeds).
+    Warning(&'a str),
+    /// To stderr (cargo shows it when the build fails).
+    Stderr(&'a str),
+}
+
+/// Where the diagnostic `m` goes: warnings of the kernel crate itself
+/// (`from_this`) to the build output, errors to stderr. Left out (`None`):
+/// warnings of its dependencies (`core`, gpushmem-kernels: not the user's to
+/// fix), rustc's closing count ("N warnings emitted"), and the note that the
+/// builder's own `-Ctarget-feature=+ptxNN` is unstable.
+fn forwarded(m: &serde_json::Value, from_this: bool) -> Option<Forward<'_>> {
+    let rendered = m["rendered"].as_str()?;
     let text = m["message"].as_str().unwrap_or_default();
     let no_spans = m["spans"].as_array().is_none_or(|s| s.is_empty());
     if no_spans && (text.ends_with("emitted") || text.starts_with("unstable feature specified for `-Ctarget-feature`"))
     {
-        return;
+        return None;
     }
-    if m["level"] == "warning" {
-        if !from_this {
-            return;
+    match (m["level"] == "warning", from_this) {
+        (true, true) => Some(Forward::Warning(rendered)),
+        (true, false) => None,
+        (false, _) => Some(Forward::Stderr(rendered)),
+    }
+}
+
+/// Passes one rustc diagnostic of the kernel build on to the user (see [`forwarded`]).
+fn forward_diagnostic(m: &serde_json::Value, from_this: bool) {
+    match forwarded(m, from_this) {
+        Some(Forward::Warning(r)) => {
+            for line in r.trim_end().lines() {
+                println!("cargo:warning=(kernel crate) {line}");
+            }
         }
-        for line in rendered.trim_end().lines() {
-            println!("cargo:warning=(kernel crate) {line}");
-        }
-    } else {
-        eprint!("{rendered}");
+        Some(Forward::Stderr(r)) => eprint!("{r}"),
+        None => {}
     }
 }
 
@@ -216,4 +232,30 @@ fn dep_info_sources(dep_file: &Path) -> Vec<PathBuf> {
     }
     out.retain(|p| !p.components().any(|c| c.as_os_str() == "rustlib"));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(level: &str, text: &str, spans: bool) -> serde_json::Value {
+        serde_json::json!({
+            "level": level,
+            "message": text,
+            "rendered": format!("{level}: {text}\n"),
+            "spans": if spans { serde_json::json!([{"file_name": "src/lib.rs"}]) } else { serde_json::json!([]) },
+        })
+    }
+
+    #[test]
+    fn which_diagnostics_are_forwarded() {
+        let w = msg("warning", "unused variable: `x`", true);
+        assert_eq!(forwarded(&w, true), Some(Forward::Warning("warning: unused variable: `x`\n")));
+        assert_eq!(forwarded(&w, false), None, "a dependency's warning");
+        assert_eq!(forwarded(&msg("warning", "3 warnings emitted", false), true), None);
+        let feature = msg("warning", "unstable feature specified for `-Ctarget-feature`: `ptx80`", false);
+        assert_eq!(forwarded(&feature, true), None);
+        let e = msg("error", "cannot find value `y`", true);
+        assert_eq!(forwarded(&e, false), Some(Forward::Stderr("error: cannot find value `y`\n")), "errors always");
+    }
 }

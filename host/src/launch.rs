@@ -177,3 +177,39 @@ pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfi
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bytes each parameter pointer of `args` points at, `sizes[i]` of them.
+    fn param_bytes(args: impl KernelArgs, sizes: &[usize]) -> Vec<Vec<u8>> {
+        args.with_params(|p| {
+            assert_eq!(p.len(), sizes.len());
+            p.iter()
+                .zip(sizes)
+                // SAFETY: each pointer points at a live parameter of that many bytes (the caller's sizes).
+                .map(|(&q, &n)| unsafe { std::slice::from_raw_parts(q as *const u8, n) }.to_vec())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_sym_slice_arrives_as_its_handle() {
+        let s = SymSlice::<u32>::new(4096, 10, 0x7f00_0000_0000);
+        let b = param_bytes((&s, 7u32, s.sym().slice(2, 5)), &[16, 4, 16]);
+        let words =
+            |v: &[u8]| (u64::from_le_bytes(v[..8].try_into().unwrap()), u64::from_le_bytes(v[8..].try_into().unwrap()));
+        assert_eq!(words(&b[0]), (4096, 10), "offset and length, not the address");
+        assert_eq!(b[1], 7u32.to_le_bytes());
+        assert_eq!(words(&b[2]), (4096 + 8, 3));
+    }
+
+    #[test]
+    fn operator_types_arrive_as_their_codes() {
+        let b = param_bytes((crate::ReduceOp::Max, crate::Cmp::Ge, crate::SignalOp::Add), &[4, 4, 4]);
+        assert_eq!(b[0], (crate::ReduceOp::Max as u32).to_le_bytes());
+        assert_eq!(b[1], (crate::Cmp::Ge as u32).to_le_bytes());
+        assert_eq!(b[2], (crate::SignalOp::Add as u32).to_le_bytes());
+    }
+}
