@@ -241,8 +241,10 @@ impl Shmem {
             ("stride", stride as u64),
             ("size", size as u64),
         ];
-        self.agree_checked("team_split_strided", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
+        let agreed = self.agree_checked("team_split_strided", &args, local.as_ref().map(|_| ()).map_err(clone_err));
+        // This PE's own error first (the exchange only has its copy as text).
         let p = local?;
+        agreed?;
         let d = child_desc(&p, start as u32, stride as u32, size as u32, self.my_pe() as u32);
         self.free_slots(1)?; // (before NVSHMEM makes a team that would then leak)
                              // NVSHMEM's split is collective over the parent's members only.
@@ -271,8 +273,10 @@ impl Shmem {
             Ok(p)
         });
         let args = [("parent team", parent.slot as u64), ("xrange", xrange as u64)];
-        self.agree_checked("team_split_2d", &args, local.as_ref().map(|_| ()).map_err(clone_err))?;
+        let agreed = self.agree_checked("team_split_2d", &args, local.as_ref().map(|_| ()).map_err(clone_err));
+        // This PE's own error first (the exchange only has its copy as text).
         let p = local?;
+        agreed?;
         let n = p.size;
         let x = (xrange as u32).min(n);
         let me = self.my_pe() as u32;

@@ -41,6 +41,20 @@ pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
     d
 }
 
+/// `team`'s descriptor for the queries, or `None` for a slot out of range
+/// or unused: like `nvshmem_team_*` on `NVSHMEM_TEAM_INVALID`, a query answers
+/// -1 instead of trapping (it reads nothing out of bounds either way).
+#[inline(always)]
+fn query_desc(team: Team) -> Option<TeamDesc> {
+    if team.0 >= MAX_TEAMS {
+        return None;
+    }
+    // SAFETY: the host installs a `[TeamDesc; MAX_TEAMS]` table before any
+    // launch, and `team.0 < MAX_TEAMS` (checked above).
+    let d = unsafe { crate::ptx::ld_invariant((state().teams as *const TeamDesc).add(team.0 as usize)) };
+    (d.size != 0).then_some(d)
+}
+
 #[cold]
 #[inline(never)]
 fn invalid(team: Team, call: &core::ffi::CStr) -> ! {
@@ -64,35 +78,36 @@ pub(crate) fn member_desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
     d
 }
 
-/// This PE's number in `team`, or -1 if it is not a member (`nvshmem_team_my_pe`).
+/// This PE's number in `team`, or -1 if it is not a member or `team` is not
+/// a valid team (destroyed, never created, out of range) (`nvshmem_team_my_pe`).
 #[inline(always)]
 pub fn team_my_pe(team: Team) -> i32 {
-    let d = desc(team, c"team_my_pe");
-    if d.my_index == NOT_A_MEMBER {
-        -1
-    } else {
-        d.my_index as i32
+    match query_desc(team) {
+        Some(d) if d.my_index != NOT_A_MEMBER => d.my_index as i32,
+        _ => -1,
     }
 }
 
-/// Number of PEs in `team` (`nvshmem_team_n_pes`).
+/// Number of PEs in `team`, or -1 if `team` is not a valid team (destroyed,
+/// never created, out of range) (`nvshmem_team_n_pes`). A non-member of a
+/// valid team gets its size.
 #[inline(always)]
 pub fn team_n_pes(team: Team) -> i32 {
-    desc(team, c"team_n_pes").size as i32
+    query_desc(team).map_or(-1, |d| d.size as i32)
 }
 
 /// The number in `dest` of the PE numbered `pe` in `src`, or -1 if it is not
-/// in `dest` (or `pe` is not in `src`) (`nvshmem_team_translate_pe`).
+/// in `dest`, `pe` is not in `src`, or either team is not valid
+/// (`nvshmem_team_translate_pe`).
 #[inline(always)]
 pub fn team_translate_pe(src: Team, pe: i32, dest: Team) -> i32 {
-    let s = desc(src, c"team_translate_pe");
+    let (Some(s), Some(d)) = (query_desc(src), query_desc(dest)) else {
+        return -1;
+    };
     if pe < 0 || pe as u32 >= s.size {
         return -1;
     }
-    match desc(dest, c"team_translate_pe").index_of(s.world_pe(pe as u32)) {
-        Some(i) => i as i32,
-        None => -1,
-    }
+    d.index_of(s.world_pe(pe as u32)).map_or(-1, |i| i as i32)
 }
 
 /// `team`'s handle in the NVSHMEM engine (`nvshmem_team_t`), read from the

@@ -148,14 +148,14 @@ pub fn layout() -> TestResult {
         unsafe { shmem.launch(&k, one_block(32), (hbuf.as_kernel_ptr(), nt as u32, n as u32, out.as_kernel_ptr()))? };
         shmem.synchronize()?;
         let got = shmem.read(&out)?;
-        // Host answers; index nt - 1 is the destroyed slot (size 0, nobody a member).
+        // Host answers; index nt - 1 is the destroyed slot (queries say -1, as on NVSHMEM_TEAM_INVALID).
         let live = |a: usize| (a + 1 < nt).then(|| &teams[a].team);
         let name = |a: usize| if a + 1 < nt { teams[a].name.clone() } else { format!("destroyed slot {destroyed}") };
         for a in 0..nt {
             let o = &got[a * per..(a + 1) * per];
             let (want_me, want_n) = match live(a) {
                 Some(t) => (opt_i32(t.my_pe()), t.n_pes() as i32),
-                None => (-1, 0),
+                None => (-1, -1),
             };
             if o[0] != want_me || o[1] != want_n {
                 bad.push(format!(
