@@ -28,17 +28,7 @@ pub const TEAM_WORLD: Team = Team(0);
 /// extra load.
 #[inline(always)]
 pub(crate) fn desc(team: Team, call: &core::ffi::CStr) -> TeamDesc {
-    let s = state();
-    if team.0 >= MAX_TEAMS {
-        invalid(team, call);
-    }
-    // SAFETY: the host installs a `[TeamDesc; MAX_TEAMS]` table before any
-    // launch, and `team.0 < MAX_TEAMS` (checked above).
-    let d = unsafe { crate::ptx::ld_invariant((s.teams as *const TeamDesc).add(team.0 as usize)) };
-    if d.size == 0 {
-        invalid(team, call);
-    }
-    d
+    query_desc(team).unwrap_or_else(|| invalid(team, call))
 }
 
 /// `team`'s descriptor for the queries, or `None` for a slot out of range
