@@ -14,7 +14,9 @@
 //! (which order the data before the signal too), `signal_op` is
 //! `nvshmem_fence` + `nvshmemx_signal_op` and `signal_fetch` is
 //! `nvshmem_signal_fetch` + an acquire fence; `signal_wait_until` stays this
-//! crate's bounded wait on local memory (see [`crate::wait`]).
+//! crate's bounded wait on local memory (see [`crate::wait`]) and, like
+//! NVSHMEM's own `nvshmem_signal_wait_until`, skips the post-wait step that
+//! NVSHMEM's `wait_until`/`test` run.
 
 use crate::abi::{Cmp, SignalOp};
 use crate::engine::{self, Mode};
@@ -57,7 +59,7 @@ pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
 /// As [`signal_fetch`].
 #[inline(always)]
 pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
-    wait::wait_until_named(sig, cmp, value, c"signal_wait_until")
+    wait::signal_wait_until_named(sig, cmp, value, c"signal_wait_until")
 }
 
 /// Updates the signal `sig` on `pe` atomically with **no ordering**
@@ -74,7 +76,7 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 /// [`signal_op`] (a release): the litmus test `litmus::mp_signal_op_4pe`
 /// checks the release and runs this relaxed form as its control.
 ///
-/// Per engine: native, one relaxed system-scope store (`SET`) or
+/// Per engine: native, one relaxed system-scope store (`st.volatile`, `SET`) or
 /// `red.relaxed.sys.add` (`ADD`) on the peer's word. NVSHMEM:
 /// `nvshmemx_signal_op` with no fence before it.
 ///

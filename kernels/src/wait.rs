@@ -1,7 +1,8 @@
 //! Waiting on local symmetric memory: the bounded spin every wait is built
 //! on, and OpenSHMEM's point-to-point synchronization (`wait_until*`, `test*`).
 //!
-//! Polls with relaxed system-scope loads (`ld.relaxed.sys`; FACTS: an acquire
+//! Polls with relaxed system-scope loads (`ld.volatile`, which has the
+//! semantics of `ld.relaxed.sys` and polls faster; FACTS: an acquire
 //! load in the loop made a ping-pong 2.7× slower) and, once the condition
 //! holds, acquires: a single-word wait issues one `ld.acquire` of the word
 //! whose value it does not use (compiled to an L1 invalidation, see `spin_word`),
@@ -19,7 +20,8 @@
 //! test that succeeds also runs NVSHMEM's post-wait step (what its own
 //! `wait_until`/`test` do: a `__threadfence()`, and on a proxy (network)
 //! transport a consistency operation at the target, so that data written by
-//! the NIC before the awaited word is visible).
+//! the NIC before the awaited word is visible). The signal wait
+//! (`signal_wait_until`) does not, as NVSHMEM's own does not.
 
 use crate::abi::Cmp;
 use crate::atomic::AtomicWord;
@@ -118,7 +120,7 @@ unsafe fn poll_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + C
     // `holds` by value (`move`, `Copy`): a captured reference would put the
     // wait's arguments in local memory and re-load them on every poll.
     match poll(move || {
-        let v = T::load(word);
+        let v = T::load_volatile(word);
         holds(v).then_some(v)
     }) {
         Ok(v) => v,
@@ -231,6 +233,23 @@ pub(crate) unsafe fn wait_until_relaxed_named<T: AtomicWord>(ivar: *const T, cmp
         move |v| cmp.holds(v, value),
         Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },
     )
+}
+
+/// [`wait_until_named`] for a signal word (`nvshmem_signal_wait_until`): the
+/// same poll and acquire, without the engine's post-wait step, because
+/// NVSHMEM's own `nvshmem_signal_wait_until` has none (unlike its
+/// `wait_until` and `test`, it does not call
+/// `nvshmemi_transfer_syncapi_update_mem`; read in `libnvshmem_device.bc`
+/// 3.4.5). The step is a `membar.gl` plus, on a proxy transport, a round trip
+/// to the proxy: on the NVSHMEM engine it cost about 1.3 µs of each
+/// put_signal ping-pong round trip (Nsight Compute, 2026-12-05). Native: the
+/// same code as [`wait_until_named`] (its step is empty).
+#[inline(always)]
+pub(crate) unsafe fn signal_wait_until_named(sig: *const u64, cmp: Cmp, value: u64, what: &CStr) -> u64 {
+    let v = wait_until_relaxed_named(sig, cmp, value, what);
+    // The acquire of `spin_word` (a dead `ld.acquire`: `CCTL.IVALL`).
+    let _ = u64::load_acquire(sig);
+    v
 }
 
 /// Whether `*ivar <cmp> value` holds now (`nvshmem_test`); never blocks.

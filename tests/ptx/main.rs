@@ -235,6 +235,7 @@ fn main() {
         golden(
             "probe_wait",
             &[
+                "ld.volatile.global.b64",
                 "ld.relaxed.sys.global.b64",
                 "ld.acquire.sys.global.b64",
                 "ld.acquire.gpu.global.b64",
@@ -272,6 +273,7 @@ fn main() {
         golden(
             "probe_signal_wait_until",
             &[
+                "ld.volatile.global.b64",
                 "ld.relaxed.sys.global.b64",
                 "ld.acquire.sys.global.b64",
                 "ld.acquire.gpu.global.b64",
@@ -280,10 +282,16 @@ fn main() {
             ],
             &["fence"],
         ),
+        golden(
+            "probe_signal_relaxed",
+            &["st.volatile.global.b64", "ld.volatile.global.b64", "%globaltimer", "trap;"],
+            &["fence", "ld.acquire", "st.release", "red."],
+        ),
         golden("probe_signal_fetch", &["ld.acquire.sys.global.b64", "ld.acquire.gpu.global.b64"], &["%globaltimer"]),
         golden(
             "probe_wait_until_i32",
             &[
+                "ld.volatile.global.b32",
                 "ld.relaxed.sys.global.b32",
                 "ld.acquire.sys.global.b32",
                 "ld.acquire.gpu.global.b32",

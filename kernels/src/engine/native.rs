@@ -292,7 +292,7 @@ pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32,
 pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
     let p = translate(sig, pe, call);
     match op {
-        SignalOp::Set => <u64 as AtomicWord>::store(p, value),
+        SignalOp::Set => <u64 as AtomicWord>::store_volatile(p, value),
         SignalOp::Add => <u64 as AtomicWord>::add(p, value),
     }
 }

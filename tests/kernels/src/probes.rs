@@ -173,6 +173,14 @@ pub unsafe extern "ptx-kernel" fn probe_signal_wait_until(sig: *mut u64, cmp: u3
     *out = shmem::signal_wait_until(sig, cmp_of(cmp), v);
 }
 
+/// The relaxed pair: `signal_op_relaxed` (SET) to `pe`, then the relaxed wait
+/// on this PE's word (no release, no acquire).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn probe_signal_relaxed(sig: *mut u64, v: u64, pe: u32, out: *mut u64) {
+    shmem::signal_op_relaxed(sig, v, shmem::SignalOp::Set, pe);
+    *out = shmem::signal_wait_until_relaxed(sig, shmem::Cmp::Ge, v);
+}
+
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn probe_signal_fetch(sig: *mut u64, out: *mut u64) {
     *out = shmem::signal_fetch(sig);
