@@ -111,43 +111,22 @@ fn allreduce(shmem: &Shmem, sizes: &[usize], mode: &str, max_iters: u64) -> gpus
         for variant in [Variant::OneShot, Variant::TwoShot, Variant::Library] {
             let grid = if variant == Variant::Library { 1 } else { blocks };
             let cfg = LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
-            let (s, o, a) = (src.as_kernel_ptr(), out.as_kernel_ptr(), acc.as_kernel_ptr());
+            let (s, o, a) = (&src, &out, &acc);
             let launch = |first: u64, count: u64, check: u32| {
-                // SAFETY: the arguments match each kernel's parameters; every buffer is a
-                // symmetric allocation of the size the kernel docs ask for; every PE
-                // launches the same kernels in the same order with the same numbers.
+                // SAFETY: the arguments match each kernel's parameters (each `&SymSlice`
+                // arrives as the kernel's `Sym`); every PE launches the same kernels in the
+                // same order with the same numbers.
                 unsafe {
                     match variant {
                         Variant::OneShot => shmem.launch_collective(
                             &one_shot,
                             cfg,
-                            (
-                                s,
-                                o,
-                                a,
-                                slots_one.as_kernel_ptr(),
-                                sig_one.as_kernel_ptr(),
-                                elems as u64,
-                                first,
-                                count,
-                                check,
-                            ),
+                            (s, o, a, &slots_one, &sig_one, elems as u64, first, count, check),
                         ),
                         Variant::TwoShot => shmem.launch_collective(
                             &two_shot,
                             cfg,
-                            (
-                                s,
-                                o,
-                                a,
-                                slots_two.as_kernel_ptr(),
-                                sig_two.as_kernel_ptr(),
-                                elems as u64,
-                                chunk as u64,
-                                first,
-                                count,
-                                check,
-                            ),
+                            (s, o, a, &slots_two, &sig_two, elems as u64, chunk as u64, first, count, check),
                         ),
                         Variant::Library => {
                             shmem.launch_collective(&library, cfg, (s, o, a, elems as u64, first, count, check))

@@ -81,25 +81,15 @@ fn moe(shmem: &Shmem, shape: Shape, mode: &str) -> gpushmem::Result<bool> {
     let cfg = LaunchConfig { grid_dim: (channels as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
     let shape_arg = (tokens as u64) << 32 | hidden as u64;
     let launch = |first: u64, rounds: u64, check: u32| {
-        // SAFETY: the arguments match `moe_rounds`'s parameters; every buffer is a
-        // symmetric allocation of the size its docs ask for (hidden a multiple of 4);
-        // every PE makes the same launches in the same order with the same numbers.
+        // SAFETY: the arguments match `moe_rounds(tokens: Sym<f32>, recv: Sym<f32>,
+        // meta: Sym<u64>, scratch: Sym<u32>, counts: Sym<u32>, sigs: Sym<u64>, shape,
+        // first, rounds, check)` (each `&SymSlice` arrives as its `Sym`); every PE makes
+        // the same launches in the same order with the same numbers.
         unsafe {
             shmem.launch_collective(
                 &kernel,
                 cfg,
-                (
-                    buf.as_kernel_ptr(),
-                    recv.as_kernel_ptr(),
-                    meta.as_kernel_ptr(),
-                    scratch.as_kernel_ptr(),
-                    counts.as_kernel_ptr(),
-                    sigs.as_kernel_ptr(),
-                    shape_arg,
-                    first,
-                    rounds,
-                    check,
-                ),
+                (&buf, &recv, &meta, &scratch, &counts, &sigs, shape_arg, first, rounds, check),
             )
         }
     };

@@ -7,8 +7,19 @@
 //! - fcollect: size = bytes each PE contributes; algbw = n·size / t (bytes each PE
 //!   ends with); busbw = algbw × (n−1)/n.
 //! - alltoall: size = bytes each PE sends to each PE; algbw = n·size / t; busbw = algbw × (n−1)/n.
+//!
+//! The bound: each algbw row's `cuMemcpy` column is the algbw the chosen
+//! algorithm would reach if memory were the only limit, and its ratio is the
+//! fraction reached. A `<test>_traffic` row gives the bytes the algorithm
+//! moves through memory per PE (reads + writes, `M`); the bound time is
+//! `pes_on_device × M / (2 R)`, with `R` a 64 MiB device-to-device
+//! `cuMemcpy` measured by PE 0 in the same run (it reads and writes `R`
+//! bytes a second, so memory moves `2 R`) and `pes_on_device` the PEs whose
+//! traffic shares that memory. `M` per algorithm (n PEs, size s):
+//! allreduce one-shot (below 256 KiB) `(n + 1) s`, two-shot `2 s + (n − 1) s / n`;
+//! fcollect and alltoall `2 n s`.
 
-use crate::common::{config, gbs, human_size, median_ms_lined_up, sizes, BenchResult, Row};
+use crate::common::{config, gbs, human_size, median_ms, median_ms_lined_up, nothing, sizes, BenchResult, Row};
 use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
@@ -170,9 +181,10 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     let progress = Progress::new(2 * reduce_sizes.len() + 2 * block_sizes.len());
     let heap =
         2 * reduce_sizes.last().copied().unwrap_or(max).max(npes as u64 * block_sizes.last().copied().unwrap_or(0));
-    let r = job(npes, config(heap + (64 << 20)), |shmem| {
+    let r = job(npes, config(heap + (64 << 20) + 2 * MEMCPY_BYTES), |shmem| {
         let (mut out, mut errors) = (Vec::new(), Vec::new());
         let lead = shmem.my_pe() == 0;
+        let memcpy_gbs = memcpy_rate(shmem, o)?;
         let show = |what: String| {
             if lead {
                 progress.start(&what);
@@ -198,27 +210,77 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
                 done();
             }
         }
-        Ok((out, errors))
+        Ok((out, errors, memcpy_gbs, shmem.pes_on_device()))
     })?;
-    let errors: Vec<String> = r.iter().flat_map(|(_, e)| e.iter().cloned()).collect();
+    let errors: Vec<String> = r.iter().flat_map(|(_, e, _, _)| e.iter().cloned()).collect();
     if !errors.is_empty() {
         return Err(format!("wrong results: {}", errors.join("; ")).into());
     }
     let n = npes as f64;
-    let mut rows = Vec::new();
+    let (memcpy_gbs, sharing) = (r[0].2, r[0].3 as f64);
+    let mut rows = vec![Row::new("memcpy_dtod", MEMCPY_BYTES, memcpy_gbs, None, "GB/s")];
     for (j, m) in r[0].0.iter().enumerate() {
         // The slowest PE's time is the collective's.
-        let ms = r.iter().map(|(v, _)| v[j].ms).fold(0.0, f64::max);
+        let ms = r.iter().map(|(v, _, _, _)| v[j].ms).fold(0.0, f64::max);
         let (bytes, bus) = match m.test {
             "fcollect" | "alltoall" => (m.size as f64 * n, (n - 1.0) / n),
             _ => (m.size as f64, 2.0 * (n - 1.0) / n),
         };
+        let traffic = traffic_per_pe(m.test, m.size as f64, n);
+        // Bound: every sharing PE's traffic through one memory at 2 R bytes/s.
+        let bound_ms = sharing * traffic / (2.0 * memcpy_gbs * 1e6);
         let alg = gbs(bytes, ms);
-        rows.push(Row::new(m.test, m.size, alg, None, "GB/s"));
+        rows.push(Row::new(m.test, m.size, alg, Some(gbs(bytes, bound_ms)), "GB/s"));
         rows.push(Row::new(format!("{}_busbw", m.test), m.size, alg * bus, None, "GB/s"));
+        rows.push(Row::new(format!("{}_traffic", m.test), m.size, traffic, None, "B/PE through memory"));
     }
     Ok(rows)
 }
+
+/// Bytes of the memcpy that gives the bound's rate.
+const MEMCPY_BYTES: u64 = 64 << 20;
+
+/// PE 0: the device-to-device `cuMemcpy` rate in GB/s ([`MEMCPY_BYTES`] between
+/// two heap buffers, median after warm-up); other PEs return 0 (only PE 0's is used).
+fn memcpy_rate(shmem: &Shmem, o: &Opts) -> gpushmem::Result<f64> {
+    let a = shmem.calloc::<u8>(MEMCPY_BYTES as usize)?;
+    let b = shmem.calloc::<u8>(MEMCPY_BYTES as usize)?;
+    let mut rate = 0.0;
+    if shmem.my_pe() == 0 {
+        let s = shmem.stream();
+        let ms = median_ms(s, o.warmup, o.reps, nothing, || {
+            // SAFETY: two distinct MEMCPY_BYTES-byte allocations of this PE's heap.
+            unsafe {
+                gpushmem::cudarc::driver::result::memcpy_dtod_async(
+                    b.as_kernel_ptr(),
+                    a.as_kernel_ptr(),
+                    MEMCPY_BYTES as usize,
+                    s.cu_stream(),
+                )
+            }
+            .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })
+        })?;
+        rate = gbs(MEMCPY_BYTES as f64, ms);
+    }
+    shmem.barrier_all()?;
+    shmem.free(b)?;
+    shmem.free(a)?;
+    Ok(rate)
+}
+
+/// Bytes the built-in algorithm moves through memory per PE (reads + writes)
+/// for `test` of `size` on `n` PEs (the module doc's table).
+fn traffic_per_pe(test: &str, size: f64, n: f64) -> f64 {
+    match test {
+        "fcollect" | "alltoall" => 2.0 * n * size,
+        _ if size < TWO_SHOT_MIN_BYTES => (n + 1.0) * size,
+        _ => 2.0 * size + (n - 1.0) * size / n,
+    }
+}
+
+/// The size from which the library's allreduce runs two-shot (the device
+/// crate's `native_collective::TWO_SHOT_MIN_BYTES`).
+const TWO_SHOT_MIN_BYTES: f64 = (256 << 10) as f64;
 
 #[cfg(test)]
 mod tests {

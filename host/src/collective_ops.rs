@@ -1,11 +1,16 @@
 //! Stream-ordered collectives (`nvshmemx_*_on_stream`): each launches a
-//! built-in kernel (one block per PE, the device collective's `_block` form)
-//! on the caller's stream through the collective launch, so it takes effect in
-//! stream order. Every member of the team makes the same call; see the device
-//! crate's `collective` module for the algorithm and its cost.
+//! built-in kernel (the device collective's `_grid` form) on the caller's
+//! stream through the collective launch, so it takes effect in stream order.
+//! The grid grows with the data, one block per [`BYTES_PER_BLOCK`] moved, up
+//! to what [`Shmem::collective_launch_query_gridsize`] allows (the GPU's
+//! resident blocks split among the PEs sharing it): small messages run on
+//! one block (no grid barrier), large ones on every block the PE may keep
+//! resident. Every member of the team makes the same call, so every member
+//! picks the same grid. See the device crate's `collective` module for the
+//! algorithm and its cost.
 
 use crate::error::CudaContext as _;
-use crate::launch::{check_co_resident, launch_on, KernelArgs};
+use crate::launch::{check_co_resident, co_resident_blocks, launch_on, KernelArgs};
 use crate::{Error, Result, Shmem, SymSlice, Team};
 use cudarc::driver::{CudaStream, LaunchConfig};
 use gpushmem_kernels::reduce::{Bf16, ReduceOp, Reducible, F16};
@@ -14,6 +19,10 @@ use gpushmem_kernels::reduce::{Bf16, ReduceOp, Reducible, F16};
 /// (whole warps) for a kernel whose register use allows fewer per block
 /// (e.g. the 8-bit and f64 reductions).
 const COLLECTIVE_THREADS: u32 = 512;
+
+/// Bytes of data per block of a built-in collective's grid: below this
+/// a call runs on one block; the grid is capped by co-residency.
+const BYTES_PER_BLOCK: u64 = 64 << 10;
 
 /// An element type the built-in reduction kernels exist for.
 pub trait ReduceType: Reducible {
@@ -32,11 +41,15 @@ fn bad(call: &str, why: String) -> Error {
 }
 
 impl Shmem {
-    fn collective_on(&self, stream: &CudaStream, name: &str, args: impl KernelArgs) -> Result<()> {
+    /// Launches built-in collective `name` on `stream` with a grid sized for
+    /// `bytes` of data (the same on every member).
+    fn collective_on(&self, stream: &CudaStream, name: &str, bytes: u64, args: impl KernelArgs) -> Result<()> {
         let k = self.builtin.kernel(name)?;
         let fits = k.func.max_threads_per_block().cuda("cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)")? as u32;
         let threads = COLLECTIVE_THREADS.min(fits / 32 * 32).max(32);
-        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+        let (resident, _, _) = co_resident_blocks(self.context(), &k, threads, 0, self.pes_on_device())?;
+        let blocks = bytes.div_ceil(BYTES_PER_BLOCK).clamp(1, resident.max(1)) as u32;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
         check_co_resident(self.context(), &k, &cfg, self.pes_on_device())?;
         // SAFETY: the arguments match the built-in kernel, checked by the callers below.
@@ -91,6 +104,7 @@ impl Shmem {
         self.collective_on(
             stream,
             "gpushmem_broadcast",
+            bytes,
             (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes, root as u32),
         )
     }
@@ -109,6 +123,7 @@ impl Shmem {
         self.collective_on(
             stream,
             "gpushmem_fcollect",
+            bytes * team.n_pes() as u64,
             (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes),
         )
     }
@@ -128,6 +143,7 @@ impl Shmem {
         self.collective_on(
             stream,
             "gpushmem_alltoall",
+            bytes * team.n_pes() as u64,
             (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes),
         )
     }
@@ -150,7 +166,13 @@ impl Shmem {
             return Err(bad(call, format!("{op:?} needs an integer type, not {}", T::NAME)));
         }
         let name = format!("{kernel}_{}", T::NAME);
-        self.collective_on(stream, &name, (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), n as u64, op))
+        let bytes = (src_len * std::mem::size_of::<T>()) as u64;
+        self.collective_on(
+            stream,
+            &name,
+            bytes,
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), n as u64, op),
+        )
     }
 
     /// All-reduce: `dest[i] = op` over every member's `src[i]`, `i < n`, the same bits on every member.

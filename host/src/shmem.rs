@@ -218,7 +218,10 @@ impl Shmem {
     }
 
     /// Number of PEs that share this PE's GPU (collective launches split it among them).
-    pub(crate) fn pes_on_device(&self) -> usize {
+    /// How many PEs of the job share this PE's GPU, itself included (they
+    /// split its SMs and its memory bandwidth; see
+    /// [`Shmem::collective_launch_query_gridsize`]). The same on every PE of a GPU.
+    pub fn pes_on_device(&self) -> usize {
         self.pes_on_device
     }
 

@@ -208,6 +208,12 @@ impl SignalOp {
 pub mod sync_area {
     /// Offset of this PE's own barrier sequence counter (u64, written only locally).
     pub const BARRIER_SEQ: u64 = 0;
+    /// Offset of the grid barrier's arrival count (u32, local atomics only):
+    /// blocks of this PE's grid that reached the current grid barrier.
+    pub const GRID_ARRIVE: u64 = 32;
+    /// Offset of the grid barrier's generation (u32, local only): bumped by
+    /// the last block to arrive, once the PEs' barrier is done.
+    pub const GRID_GEN: u64 = 64;
     /// Offset of `barrier_flags: [u64; team size]` (own cache line).
     pub const BARRIER_FLAGS: u64 = 128;
 }

@@ -111,11 +111,12 @@ unsafe fn reducescatter_g<T: Reducible>(
 }
 
 macro_rules! collective_forms {
-    ($group:ident, $suffix:literal, $broadcast:ident, $fcollect:ident, $alltoall:ident, $reduce:ident, $reducescatter:ident) => {
+    ($(#[$attr:meta])* $group:ident, $suffix:literal, $broadcast:ident, $fcollect:ident, $alltoall:ident, $reduce:ident, $reducescatter:ident) => {
         #[doc = concat!("Copies `nelems` elements of `source` on team member `root` into `dest` on every member, root included (`nvshmem", $suffix, "broadcast`).")]
         ///
         /// # Safety
         /// `dest`, `source` symmetric, `nelems` elements each, not overlapping; every member calls with the same arguments.
+        $(#[$attr])*
         #[inline(always)]
         pub unsafe fn $broadcast<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize, root: u32) {
             const NAME: &str = concat!(stringify!($broadcast), "\0");
@@ -127,6 +128,7 @@ macro_rules! collective_forms {
         ///
         /// # Safety
         /// `dest` symmetric with `n_pes * nelems` elements, `source` symmetric with `nelems`; not overlapping.
+        $(#[$attr])*
         #[inline(always)]
         pub unsafe fn $fcollect<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize) {
             const NAME: &str = concat!(stringify!($fcollect), "\0");
@@ -138,6 +140,7 @@ macro_rules! collective_forms {
         ///
         /// # Safety
         /// `dest` and `source` symmetric with `n_pes * nelems` elements each; not overlapping.
+        $(#[$attr])*
         #[inline(always)]
         pub unsafe fn $alltoall<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize) {
             const NAME: &str = concat!(stringify!($alltoall), "\0");
@@ -149,6 +152,7 @@ macro_rules! collective_forms {
         ///
         /// # Safety
         /// `dest`, `source` symmetric with `nreduce` elements each, not overlapping; bitwise `op` only on integers.
+        $(#[$attr])*
         #[inline(always)]
         pub unsafe fn $reduce<T: Reducible>(team: Team, dest: *mut T, source: *const T, nreduce: usize, op: ReduceOp) {
             const NAME: &str = concat!(stringify!($reduce), "\0");
@@ -160,6 +164,7 @@ macro_rules! collective_forms {
         ///
         /// # Safety
         /// `dest` symmetric with `nreduce` elements, `source` symmetric with `n_pes * nreduce`; not overlapping.
+        $(#[$attr])*
         #[inline(always)]
         pub unsafe fn $reducescatter<T: Reducible>(team: Team, dest: *mut T, source: *const T, nreduce: usize, op: ReduceOp) {
             const NAME: &str = concat!(stringify!($reducescatter), "\0");
@@ -179,4 +184,22 @@ collective_forms!(
     alltoall_block,
     reduce_block,
     reducescatter_block
+);
+collective_forms!(
+    ///
+    /// **Grid form** (native engine only; no NVSHMEM counterpart): every thread
+    /// of every block of the grid calls, and the data movement is split over
+    /// all of them. The kernel must be launched collectively (`Shmem::launch_collective`)
+    /// with a grid that fits at once (`Shmem::collective_launch_query_gridsize`):
+    /// blocks that are not resident never arrive, and the call traps with the
+    /// wait-timeout message. At most one grid-scope call per team runs at a
+    /// time on a PE. Orders like the `_block` form (see [`crate::sync::barrier_all_grid`]).
+    #[cfg(not(feature = "nvshmem"))]
+    grid,
+    "x_*_block/",
+    broadcast_grid,
+    fcollect_grid,
+    alltoall_grid,
+    reduce_grid,
+    reducescatter_grid
 );

@@ -114,3 +114,40 @@ pub fn sync_all_block() {
 pub fn sync_all_warp() {
     engine::barrier_all(Group::warp(), false);
 }
+
+/// `barrier_all` for a whole grid (native engine only; no NVSHMEM
+/// counterpart): every thread of every block of this PE's grid calls it, on
+/// every PE; completes all of the grid's earlier operations, then every PE
+/// arrives before any thread of any block leaves. The kernel must be launched
+/// collectively (`Shmem::launch_collective`) with a grid that fits at once
+/// (`Shmem::collective_launch_query_gridsize`): blocks that are not resident
+/// never arrive, and the barrier traps with the wait-timeout message instead
+/// of hanging. At most one grid barrier per team runs at a time on a PE.
+///
+/// Algorithm: the blocks of the grid meet on this PE (an arrival counter and
+/// a generation word in the team's sync slot), the last block to arrive runs
+/// the PEs' barrier for all of them and releases the others: one NVLink
+/// latency plus two local atomics per block.
+#[cfg(not(feature = "nvshmem"))]
+pub fn barrier_all_grid() {
+    engine::barrier_all(Group::grid(), true);
+}
+
+/// `sync_all` for a whole grid (as [`barrier_all_grid`], but earlier puts
+/// are ordered before the arrival, not completed).
+#[cfg(not(feature = "nvshmem"))]
+pub fn sync_all_grid() {
+    engine::barrier_all(Group::grid(), false);
+}
+
+/// [`barrier`] for a whole grid (see [`barrier_all_grid`] for the rules).
+#[cfg(not(feature = "nvshmem"))]
+pub fn barrier_grid(team: Team) {
+    team_sync_group(team, Group::grid(), true, c"barrier_grid")
+}
+
+/// [`team_sync`] for a whole grid (see [`barrier_all_grid`] for the rules).
+#[cfg(not(feature = "nvshmem"))]
+pub fn team_sync_grid(team: Team) {
+    team_sync_group(team, Group::grid(), false, c"team_sync_grid")
+}

@@ -24,7 +24,7 @@
 
 use crate::common::*;
 use crate::reference::{self, RefReduce};
-use gpushmem::{Bf16, Module, ReduceOp, Shmem, SymSlice, Team, F16};
+use gpushmem::{Bf16, LaunchConfig, Module, ReduceOp, Shmem, SymSlice, Team, F16};
 use gpushmem_kernels::reduce::Reducible;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -989,4 +989,99 @@ pub fn reduce_and_f32_traps() -> TestResult {
 /// `reduce` whose destination overlaps its source traps naming both addresses.
 pub fn reduce_overlap_traps() -> TestResult {
     expect_misuse("misuse_reduce_overlap", &["reduce: dest 0x", "overlaps source 0x"])
+}
+
+/// The `_grid` forms (`coll_grid_forms`): every collective on the world team
+/// with every block of a collectively launched grid calling (the grid from
+/// `collective_launch_query_gridsize`, at most 64 blocks of 256 threads), 100003
+/// f32 per PE (the reduce runs two-shot; odd, so chunks are ragged), then
+/// `barrier_all_grid` with each block's store to the next PE checked after it.
+/// Two launches (rounds), every element compared bit for bit with the
+/// member-order reference. Native engine only (no grid forms on NVSHMEM's).
+pub fn grid_forms(n: usize) -> TestResult {
+    reference::agreement::checked()?;
+    let len = 100_003usize;
+    let k = len / n;
+    let data = |pe: usize| -> Vec<f32> {
+        random_bytes(seed(), 900 + pe as u64, len * n * 4)
+            .chunks(4)
+            .map(|c| (u32::from_le_bytes(c.try_into().unwrap()) % 2001) as f32 / 1000.0 - 1.0)
+            .collect()
+    };
+    let out_len = 3 * len + 2 * k * n + k;
+    let rows = threads(n, 64 << 20, |shmem| {
+        let me = shmem.my_pe();
+        let m = kernels(shmem)?;
+        let kern = m.kernel("coll_grid_forms")?;
+        let blocks = shmem.collective_launch_query_gridsize(&kern, 256, 0)?.min(64);
+        let src = shmem.malloc::<f32>(len * n)?;
+        let out = shmem.calloc::<f32>(out_len)?;
+        let marks = shmem.calloc::<u32>(blocks as usize)?;
+        let errors = shmem.calloc::<u32>(1)?;
+        shmem.write(&src, &data(me))?;
+        shmem.barrier_all()?;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        for round in 1..=2u32 {
+            // SAFETY: coll_grid_forms(*const f32, *mut f32, u64, *mut u32, u32, *mut u32): `src` holds
+            // len * n, `out` out_len, `marks` one word per block, all symmetric.
+            unsafe {
+                shmem.launch_collective(
+                    &kern,
+                    cfg,
+                    (
+                        src.as_kernel_ptr(),
+                        out.as_kernel_ptr(),
+                        len as u64,
+                        marks.as_kernel_ptr(),
+                        round,
+                        errors.as_kernel_ptr(),
+                    ),
+                )?
+            };
+            shmem.synchronize()?;
+        }
+        Ok((blocks, shmem.read(&out)?, shmem.read(&errors)?[0]))
+    })?;
+    let srcs: Vec<Vec<f32>> = (0..n).map(data).collect();
+    let mut bad = Vec::new();
+    for (me, (blocks, got, errs)) in rows.iter().enumerate() {
+        let mut want: Vec<u32> = Vec::with_capacity(out_len);
+        want.extend(srcs[n - 1][..len].iter().map(|v| v.to_bits()));
+        want.extend(srcs.iter().flat_map(|s| s[..k].iter().map(|v| v.to_bits())));
+        want.extend(srcs.iter().flat_map(|s| s[me * k..(me + 1) * k].iter().map(|v| v.to_bits())));
+        let fold = |i: usize, op: ReduceOp| {
+            reference::in_member_order(srcs.iter().map(|s| s[i]), |a, b| f32::reduce(op, a, b)).to_bits()
+        };
+        want.extend((0..len).map(|i| fold(i, ReduceOp::Sum)));
+        want.extend((0..len).map(|i| {
+            reference::in_member_order(srcs.iter().map(|s| s[i].to_bits()), |a, b| u32::reduce(ReduceOp::Sum, a, b))
+        }));
+        want.extend((0..k).map(|i| fold(me * k + i, ReduceOp::Max)));
+        let names = [("broadcast", len), ("fcollect", k * n), ("alltoall", k * n), ("reduce f32 sum", len)];
+        let names = names.into_iter().chain([("reduce u32 sum", len), ("reducescatter f32 max", k)]);
+        let mut at = 0;
+        for (what, l) in names {
+            if let Some(i) = (at..at + l).find(|&i| got[i].to_bits() != want[i]) {
+                bad.push(format!(
+                    "PE {me} ({blocks} blocks): {what}: element {} is {:#x}, expected {:#x}",
+                    i - at,
+                    got[i].to_bits(),
+                    want[i]
+                ));
+            }
+            at += l;
+        }
+        if *errs != 0 {
+            bad.push(format!("PE {me}: {errs} block(s) missed the previous PE's store after barrier_all_grid"));
+        }
+    }
+    if !bad.is_empty() {
+        return Err(bad.join("\n").into());
+    }
+    println!(
+        "  {n} PEs × {} blocks: broadcast/fcollect/alltoall/reduce (f32 sum two-shot, u32 sum)/reducescatter _grid \
+         and barrier_all_grid, 2 rounds: bit-exact",
+        rows[0].0
+    );
+    Ok(())
 }

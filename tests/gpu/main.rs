@@ -215,7 +215,14 @@ fn gpu_tests() -> Vec<Test> {
     }
     for n in [2usize, 4] {
         t.push(test(format!("stream::ordered_ops_{n}pe"), move || stream::stream_ordered_ops(n)));
-        t.push(test(format!("stream::collectives_{n}pe"), move || stream::collectives_on_stream(n)));
+        t.push(test(format!("stream::collectives_{n}pe"), move || stream::collectives_on_stream(n, 4099)));
+    }
+    // Large enough for the multi-block grid and the two-shot allreduce (odd length: ragged chunks).
+    for n in [3usize, 8] {
+        t.push(test(format!("stream::collectives_large_{n}pe"), move || stream::collectives_on_stream(n, 397_603)));
+    }
+    for n in [2usize, 5, 8] {
+        t.push(test(format!("collective::grid_forms_{n}pe"), move || collective::grid_forms(n)));
     }
     for n in [2usize, 4] {
         t.push(test(format!("rma::ring_alltoall_processes_{n}pe"), move || errors::processes_ring_alltoall(n)));
@@ -345,6 +352,9 @@ fn nvshmem_not_applicable(name: &str, n: usize) -> Option<&'static str> {
     let splits = ["team::layout", "team::slots", "team::barrier_rounds", "team::alternating"];
     if splits.iter().any(|p| name.starts_with(p)) && common::nvshmem_shares_gpu(n) {
         return Some("NVSHMEM engine, PEs sharing a GPU: NVSHMEM 3.4.5 cannot split teams there");
+    }
+    if name.starts_with("collective::grid_forms") {
+        return Some("NVSHMEM engine: the _grid forms are native-engine only (NVSHMEM has no grid-scope collectives)");
     }
     if name.starts_with("collective::matrix") || name.starts_with("collective::large") {
         return Some("NVSHMEM engine: its test kernels carry only the quick matrix's reductions (ptxas time)");

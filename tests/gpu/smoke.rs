@@ -85,39 +85,60 @@ pub fn init_finalize_cycles() -> TestResult {
     // Hold the primary context so its own memory is not what we measure.
     let ctx = gpushmem::cudarc::driver::CudaContext::new(0).map_err(|e| format!("{e}"))?;
     let free = || gpushmem::cudarc::driver::result::mem_get_info().map(|m| m.0 as i64).map_err(|e| format!("{e}"));
-    let cycle = || {
+    // One cycle up to `upto`: 0 init/finalize only, 1 + load the test module,
+    // 2 + calloc, 3 + a collective launch (the test's cycle).
+    let cycle = |upto: u32| {
         threads(2, 32 << 20, |shmem| {
+            if upto == 0 {
+                return shmem.synchronize();
+            }
             let m = kernels(shmem)?;
+            if upto == 1 {
+                return shmem.synchronize();
+            }
             let b = shmem.calloc::<u64>(2 * shmem.n_pes())?;
             let e = shmem.calloc::<u32>(1)?;
-            unsafe {
-                shmem.launch_collective(
-                    &m.kernel("barrier_rounds")?,
-                    one_block(32),
-                    (b.as_kernel_ptr(), 3u32, e.as_kernel_ptr(), 1u32),
-                )?
-            };
+            if upto == 3 {
+                // SAFETY: `barrier_rounds(*mut u64, u32, *mut u32, u32)`: both buffers are live heap allocations of this job.
+                unsafe {
+                    shmem.launch_collective(
+                        &m.kernel("barrier_rounds")?,
+                        one_block(32),
+                        (b.as_kernel_ptr(), 3u32, e.as_kernel_ptr(), 1u32),
+                    )?
+                };
+            }
             shmem.synchronize()
         })
     };
-    cycle()?; // warm-up: the driver's own first-use allocations
-    ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
-    let before = free()?;
-    // Free memory after each cycle: a leak per cycle and a one-off growth look different.
-    let mut trace = Vec::with_capacity(cycles);
-    for _ in 0..cycles {
-        cycle()?;
+    // Free memory used since `before` after each of `n` cycles.
+    let trace = |n: usize, upto: u32| -> Result<Vec<i64>, libtest_mimic::Failed> {
+        cycle(upto)?; // warm-up: the driver's own first-use allocations
         ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
-        trace.push(before - free()?);
-    }
-    let after = before - trace.last().copied().unwrap_or(0);
-    println!("  free device memory before {before} B, after {cycles} cycles {after} B (diff {} B)", before - after);
-    let at = |k: usize| trace.get(k - 1).map_or("-".into(), |d| format!("{}:{d}", k));
+        let before = free()?;
+        let mut t = Vec::with_capacity(n);
+        for _ in 0..n {
+            cycle(upto)?;
+            ctx.bind_to_thread().map_err(|e| format!("{e}"))?;
+            t.push(before - free()?);
+        }
+        Ok(t)
+    };
+    // Free memory after each cycle: a leak per cycle and a one-off growth look different.
+    let full = trace(cycles, 3)?;
+    let leaked = full.last().copied().unwrap_or(0);
+    println!("  free device memory after {cycles} cycles: {leaked} B less than before");
+    let at = |k: usize| full.get(k - 1).map_or("-".into(), |d| format!("{}:{d}", k));
     let marks: Vec<String> = [1, 2, 3, 5, 10, 25, 50, 75, 100].iter().map(|&k| at(k)).collect();
     println!("  used since the start after cycle k (k:bytes): {}", marks.join(" "));
     // Tolerance: 2 MiB of driver-internal slack (allocation granularity), far below one 32 MiB heap.
-    if before - after > 2 << 20 {
-        return Err(format!("device memory leaked: {} bytes over {cycles} cycles", before - after).into());
+    if leaked > 2 << 20 {
+        // Which step leaks: 20 cycles of each shorter cycle, in the same process.
+        for (upto, what) in [(0, "init/finalize only"), (1, "+ module load"), (2, "+ calloc")] {
+            let t = trace(20, upto)?;
+            println!("  diagnosis: {what}: {} B less after 20 cycles", t.last().copied().unwrap_or(0));
+        }
+        return Err(format!("device memory leaked: {leaked} bytes over {cycles} cycles").into());
     }
     Ok(())
 }

@@ -126,12 +126,12 @@ fn random_of<T: bytemuck::Pod>(base: u64, pe: usize, len: usize) -> Vec<T> {
 /// wrap. Expected results come from the independent reference
 /// (`crate::reference`, member order 0, 1, …, the device's), checked first
 /// against known values and the kernel crate; every result is compared bit
-/// for bit (floats too).
-pub fn collectives_on_stream(n: usize) -> TestResult {
+/// for bit (floats too). `len` elements per block: 4099 runs one block
+/// one-shot; 397603 runs many blocks, and the allreduce two-shot.
+pub fn collectives_on_stream(n: usize, len: usize) -> TestResult {
     use crate::reference::{self, in_member_order, RefReduce};
     use gpushmem::{Bf16, ReduceOp, F16};
     reference::agreement::checked()?;
-    let len = 4099usize;
     let data_f32 = |pe: usize| -> Vec<f32> {
         random_bytes(seed(), 300 + pe as u64, len * n * 4)
             .chunks(4)
@@ -147,7 +147,9 @@ pub fn collectives_on_stream(n: usize) -> TestResult {
     // Half inputs, rounded by the reference (not the kernel crate).
     let data_bf16 = |pe: usize| data_f32(pe).iter().map(|&v| reference::bf16_from_f32(v)).collect::<Vec<u16>>();
     let data_f16 = |pe: usize| data_f32(pe).iter().map(|&v| reference::f16_from_f32(v)).collect::<Vec<u16>>();
-    let rows = threads(n, 32 << 20, |shmem| {
+    // The buffers below: about (34 n + 42) bytes per element, plus room.
+    let heap = ((len * (34 * n + 42)) as u64 * 5 / 4).max(32 << 20);
+    let rows = threads(n, heap, |shmem| {
         let me = shmem.my_pe();
         let world = shmem.team_world();
         let odd = shmem.team_split_strided(&world, 1, 2, n / 2)?;
@@ -285,7 +287,7 @@ pub fn collectives_on_stream(n: usize) -> TestResult {
         rows.into_iter().enumerate().flat_map(|(pe, e)| e.into_iter().map(move |m| format!("PE {pe}: {m}"))).collect();
     if bad.is_empty() {
         println!(
-            "  {n} PEs: stream-ordered broadcast/fcollect/alltoall, allreduce (f32/bf16/f16/u32 sum, i64 max), \
+            "  {n} PEs, {len} elements: stream-ordered broadcast/fcollect/alltoall, allreduce (f32/bf16/f16/u32 sum, i64 max), \
              reducescatter (f32 max, i32 sum, u64 xor, i64 min, bf16 min) on world and odd team: bit-exact"
         );
         Ok(())

@@ -183,7 +183,7 @@ pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64
     let me = shmem::my_pe();
     let peer = 1 - me;
     let ends = PingPongEnds { recv: payload, src: payload.add(1), dest: payload, my_sig: sig, peer_sig: sig, pe: peer };
-    pingpong_side(me == 0, ends, base, iters, mode);
+    pingpong_dispatch(me == 0, ends, base, iters, mode);
 }
 
 /// `pingpong_mode` inside one PE, as NVSHMEM's single-GPU perftest runs it:
@@ -206,7 +206,29 @@ pub unsafe extern "ptx-kernel" fn pingpong_blocks(data: *mut u64, sig: *mut u64,
         peer_sig: sig.add(1 - b),
         pe: 0,
     };
-    pingpong_side(b == 0, ends, base, iters, mode);
+    pingpong_dispatch(b == 0, ends, base, iters, mode);
+}
+
+/// Picks `pingpong_side`'s instance for `mode` once, before the loop: with
+/// the mode a run-time value inside the loop, every hop paid three indirect
+/// branches through a jump table (`BRXU`, seen in the Nsight Compute SASS of
+/// 2026-12-05), which NVSHMEM's one-purpose ping-pong kernels do not.
+#[inline(always)]
+unsafe fn pingpong_dispatch(first: bool, e: PingPongEnds, base: u64, iters: u32, mode: u32) {
+    match mode {
+        0 => pingpong_side::<0>(first, e, base, iters),
+        1 => pingpong_side::<1>(first, e, base, iters),
+        2 => pingpong_side::<2>(first, e, base, iters),
+        3 => pingpong_side::<3>(first, e, base, iters),
+        4 => pingpong_side::<4>(first, e, base, iters),
+        5 => pingpong_side::<5>(first, e, base, iters),
+        6 => pingpong_side::<6>(first, e, base, iters),
+        7 => pingpong_side::<7>(first, e, base, iters),
+        8 => pingpong_side::<8>(first, e, base, iters),
+        9 => pingpong_side::<9>(first, e, base, iters),
+        10 => pingpong_side::<10>(first, e, base, iters),
+        _ => core::arch::nvptx::trap(),
+    }
 }
 
 /// The words one side of a ping-pong uses; `dest` and `peer_sig` are symmetric
@@ -224,8 +246,9 @@ struct PingPongEnds {
 /// One side of the ping-pong of [`pingpong_mode`] (`first`: this side sends
 /// first); traps if mode 0's payload did not arrive.
 #[inline(always)]
-unsafe fn pingpong_side(first: bool, e: PingPongEnds, base: u64, iters: u32, mode: u32) {
+unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64, iters: u32) {
     use core::arch::asm;
+    let mode = MODE;
     let rpay = shmem::ptr(e.dest, e.pe);
     let rsig = shmem::ptr(e.peer_sig, e.pe);
     let sig = e.my_sig;

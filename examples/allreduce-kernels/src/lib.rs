@@ -16,12 +16,15 @@
 //! [`MAX_BLOCKS`]): block `b` of every PE handles the same share of the
 //! buffer and only talks to block `b` of the other PEs, with its own signal
 //! words, so blocks never wait for each other.
+//!
+//! Written with the typed API only (`Sym<T>` handles, `shmem::thread`): no
+//! `unsafe` block, no raw pointer; every access and call checks its range,
+//! lengths and PE, so a buffer shorter than a kernel's docs ask for traps
+//! with a message.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx)]
+#![feature(abi_ptx)]
 
-use core::arch::nvptx::*;
-use gpushmem_kernels as shmem;
-use shmem::{Cmp, ReduceOp, SignalOp, TEAM_WORLD};
+use gpushmem_kernels::{self as shmem, thread, Cmp, ReduceOp, SignalOp, Sym, TEAM_WORLD};
 
 /// Signal words reserved per source PE (one per block): launch at most this many blocks.
 pub const MAX_BLOCKS: usize = 32;
@@ -36,6 +39,12 @@ fn stride(n_elems: usize) -> usize {
     n_elems.next_multiple_of(4)
 }
 
+/// The input of all-reduce `it`: version `it % VERSIONS` of `src`, `n_elems` elements.
+fn version(src: Sym<f32>, it: u64, n_elems: usize) -> Sym<f32> {
+    let at = (it % VERSIONS) as usize * stride(n_elems);
+    src.slice(at, at + n_elems)
+}
+
 /// Elements `[start, start + len)` of part `idx` when `total` is cut into parts of `per`.
 fn part(total: usize, per: usize, idx: usize) -> (usize, usize) {
     let start = (idx * per).min(total);
@@ -48,26 +57,27 @@ fn share(total: usize, parts: usize, idx: usize) -> (usize, usize) {
     part(total, total.div_ceil(parts).next_multiple_of(4), idx)
 }
 
-/// `put_signal_nbi_block`, kept out of line: inlined into the kernels' loops
-/// its copy paths would keep too many registers live.
+/// `put_signal_nbi_block` of `src` into `dest` on `pe` (signal `sig` SET to
+/// `value`), kept out of line: inlined into the kernels' loops its copy paths
+/// would keep too many registers live.
 #[inline(never)]
-unsafe fn put_signal_block(dest: *mut f32, src: *const f32, len: usize, sig: *mut u64, value: u64, pe: usize) {
-    shmem::put_signal_nbi_block(dest, src, len, sig, value, SignalOp::Set, pe as u32);
+fn put_signal_block(dest: Sym<f32>, src: Sym<f32>, sig: Sym<u64>, value: u64, pe: usize) {
+    dest.put_signal_nbi_block(src, sig, value, SignalOp::Set, pe as u32);
 }
 
 /// Waits (threads of the block in parallel, one signal each) until the
 /// signal of every PE but this one, `sig(pe)`, has reached `value`; then
 /// syncs the block, so every thread sees what those signals published.
 #[inline(always)]
-unsafe fn wait_peers(sig: impl Fn(usize) -> *mut u64, value: u64, me: usize, n: usize) {
-    let mut pe = _thread_idx_x() as usize;
+fn wait_peers(sig: impl Fn(usize) -> Sym<u64>, value: u64, me: usize, n: usize) {
+    let mut pe = thread::thread_idx() as usize;
     while pe < n {
         if pe != me {
-            shmem::signal_wait_until(sig(pe), Cmp::Ge, value);
+            sig(pe).signal_wait_until(Cmp::Ge, value);
         }
-        pe += _block_dim_x() as usize;
+        pe += thread::block_dim() as usize;
     }
-    _syncthreads();
+    thread::sync_block();
 }
 
 /// One-shot all-reduce: block `b` puts its share of the input into slot
@@ -75,23 +85,22 @@ unsafe fn wait_peers(sig: impl Fn(usize) -> *mut u64, value: u64, me: usize, n: 
 /// `it`), waits for the `n - 1` signals of its own slots, and sums the
 /// share in PE order (its own input for its own term) into `out`.
 ///
-/// `slots`: symmetric, `2 × n_pes × stride(n_elems)` (double-buffered by parity: a
+/// `src`: `3 × stride(n_elems)` elements; `out`, `acc`: `n_elems`;
+/// `slots`: `2 × n_pes × stride(n_elems)` (double-buffered by parity: a
 /// PE can start all-reduce `it + 1` while a slower peer still reads the slots
 /// of `it`, but not `it + 2`, which needs that peer's data of `it + 1`).
-/// `sigs`: symmetric, zeroed once, `2 × n_pes × MAX_BLOCKS` words.
+/// `sigs`: zeroed once, `2 × n_pes × MAX_BLOCKS` words.
 ///
-/// # Safety
-/// Pointers as described (all symmetric, `src` with `3 × stride(n_elems)`, `out`,
-/// `acc` with `n_elems`); every PE launches it with the same grid
-/// (≤ [`MAX_BLOCKS`] blocks) and arguments, collectively.
+/// Typed handles only: no `unsafe` here. Every PE launches it with the same
+/// grid (≤ [`MAX_BLOCKS`] blocks) and arguments, collectively.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn allreduce_one_shot(
-    src: *const f32,
-    out: *mut f32,
-    acc: *mut f32,
-    slots: *mut f32,
-    sigs: *mut u64,
+pub extern "ptx-kernel" fn allreduce_one_shot(
+    src: Sym<f32>,
+    out: Sym<f32>,
+    acc: Sym<f32>,
+    slots: Sym<f32>,
+    sigs: Sym<u64>,
     n_elems: u64,
     first: u64,
     iters: u64,
@@ -100,34 +109,35 @@ pub unsafe extern "ptx-kernel" fn allreduce_one_shot(
     let (me, n) = (shmem::my_pe() as usize, shmem::n_pes() as usize);
     let total = n_elems as usize;
     let stride = stride(total);
-    let b = _block_idx_x() as usize;
-    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
-    let (start, len) = share(total, _grid_dim_x() as usize, b);
+    let b = thread::block_idx() as usize;
+    let (tid, threads) = (thread::thread_idx() as usize, thread::block_dim() as usize);
+    let (start, len) = share(total, thread::grid_dim() as usize, b);
     for it in first..first + iters {
         let par = (it % 2) as usize;
-        let input = src.add((it % VERSIONS) as usize * stride);
-        // This block's part of the slot that holds PE `pe`'s input, and its signal.
-        let slot = |pe: usize| slots.add((par * n + pe) * stride + start);
-        let sig = |pe: usize| sigs.add((par * n + pe) * MAX_BLOCKS + b);
+        let input = version(src, it, total);
+        // Where this block's part of the slot that holds PE `pe`'s input starts, and its signal.
+        let slot = |pe: usize| (par * n + pe) * stride + start;
+        let sig = |pe: usize| sigs.elem((par * n + pe) * MAX_BLOCKS + b);
+        let (dest, mine) = (slots.slice(slot(me), slot(me) + len), input.slice(start, start + len));
         // Start with the next PE so that not every PE writes to PE 0 first.
         for k in 1..n {
-            put_signal_block(slot(me), input.add(start), len, sig(me), it, (me + k) % n);
+            put_signal_block(dest, mine, sig(me), it, (me + k) % n);
         }
         wait_peers(sig, it, me, n);
         let mut i = tid;
         while i < len {
             let mut sum = 0.0f32;
             for pe in 0..n {
-                sum += if pe == me { *input.add(start + i) } else { *slot(pe).add(i) };
+                sum += if pe == me { input.read(start + i) } else { slots.read(slot(pe) + i) };
             }
-            *out.add(start + i) = sum;
+            out.write(start + i, sum);
             if check != 0 {
-                *acc.add(start + i) += sum;
+                acc.write(start + i, acc.read(start + i) + sum);
             }
             i += threads;
         }
         // The slots are read before this block's next put_signal releases.
-        _syncthreads();
+        thread::sync_block();
     }
 }
 
@@ -141,24 +151,23 @@ pub unsafe extern "ptx-kernel" fn allreduce_one_shot(
 /// One set of slots suffices: a PE's reduce-scatter puts of `it + 1` come
 /// after it received every peer's all-gather of `it`, which each peer sends
 /// only after reading its slots of `it`.
-/// `slots`: symmetric, `n_pes × chunk`; `sigs`: symmetric, zeroed once,
-/// `2 × n_pes × MAX_BLOCKS` words; `chunk` a multiple of 4 with
-/// `n_pes × chunk ≥ n_elems`.
+/// `src`, `out`, `acc` as for [`allreduce_one_shot`]; `slots`: `n_pes × chunk`;
+/// `sigs`: zeroed once, `2 × n_pes × MAX_BLOCKS` words; `chunk` a multiple
+/// of 4 with `n_pes × chunk ≥ n_elems`.
 ///
-/// # Safety
-/// As [`allreduce_one_shot`].
+/// Typed handles only: no `unsafe` here. Launched as [`allreduce_one_shot`].
 // The parameters start as `allreduce_one_shot`'s, spelled out again on
 // purpose: they are the kernel's launch ABI, which the host's argument tuple
 // matches one by one. Packing the shared ones into a struct would change both
 // kernels' PTX signatures and the host's launches, not only the text.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn allreduce_two_shot(
-    src: *const f32,
-    out: *mut f32,
-    acc: *mut f32,
-    slots: *mut f32,
-    sigs: *mut u64,
+pub extern "ptx-kernel" fn allreduce_two_shot(
+    src: Sym<f32>,
+    out: Sym<f32>,
+    acc: Sym<f32>,
+    slots: Sym<f32>,
+    sigs: Sym<u64>,
     n_elems: u64,
     chunk: u64,
     first: u64,
@@ -167,23 +176,24 @@ pub unsafe extern "ptx-kernel" fn allreduce_two_shot(
 ) {
     let (me, n) = (shmem::my_pe() as usize, shmem::n_pes() as usize);
     let (total, chunk) = (n_elems as usize, chunk as usize);
-    let (blocks, b) = (_grid_dim_x() as usize, _block_idx_x() as usize);
-    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    let (blocks, b) = (thread::grid_dim() as usize, thread::block_idx() as usize);
+    let (tid, threads) = (thread::thread_idx() as usize, thread::block_dim() as usize);
     // This block's piece of PE k's chunk: (start in the buffer, offset in the chunk, length).
     let piece = |k: usize| {
         let (chunk_start, chunk_len) = part(total, chunk, k);
         let (off, len) = share(chunk_len, blocks, b);
         (chunk_start + off, off, len)
     };
-    let rs_sig = |pe: usize| sigs.add(pe * MAX_BLOCKS + b);
-    let ag_sig = |pe: usize| sigs.add((n + pe) * MAX_BLOCKS + b);
+    let rs_sig = |pe: usize| sigs.elem(pe * MAX_BLOCKS + b);
+    let ag_sig = |pe: usize| sigs.elem((n + pe) * MAX_BLOCKS + b);
     for it in first..first + iters {
-        let input = src.add((it % VERSIONS) as usize * stride(total));
+        let input = version(src, it, total);
         // Reduce-scatter: my piece of chunk `peer` to `peer`'s slot for me.
         for k in 1..n {
             let peer = (me + k) % n;
             let (at, off, len) = piece(peer);
-            put_signal_block(slots.add(me * chunk + off), input.add(at), len, rs_sig(me), it, peer);
+            let dest = slots.slice(me * chunk + off, me * chunk + off + len);
+            put_signal_block(dest, input.slice(at, at + len), rs_sig(me), it, peer);
         }
         wait_peers(rs_sig, it, me, n);
         let (at, off, len) = piece(me);
@@ -191,16 +201,17 @@ pub unsafe extern "ptx-kernel" fn allreduce_two_shot(
         while i < len {
             let mut sum = 0.0f32;
             for pe in 0..n {
-                sum += if pe == me { *input.add(at + i) } else { *slots.add(pe * chunk + off + i) };
+                sum += if pe == me { input.read(at + i) } else { slots.read(pe * chunk + off + i) };
             }
-            *out.add(at + i) = sum;
+            out.write(at + i, sum);
             i += threads;
         }
         // The whole piece is summed before any thread copies it out.
-        _syncthreads();
+        thread::sync_block();
         // All-gather: my summed piece to the same place of `out` on every other PE.
+        let summed = out.slice(at, at + len);
         for k in 1..n {
-            put_signal_block(out.add(at), out.add(at), len, ag_sig(me), it, (me + k) % n);
+            put_signal_block(summed, summed, ag_sig(me), it, (me + k) % n);
         }
         wait_peers(ag_sig, it, me, n);
         if check != 0 {
@@ -208,12 +219,12 @@ pub unsafe extern "ptx-kernel" fn allreduce_two_shot(
                 let (at, _, len) = piece(k);
                 let mut i = tid;
                 while i < len {
-                    *acc.add(at + i) += *out.add(at + i);
+                    acc.write(at + i, acc.read(at + i) + out.read(at + i));
                     i += threads;
                 }
             }
         }
-        _syncthreads();
+        thread::sync_block();
     }
 }
 
@@ -222,30 +233,30 @@ pub unsafe extern "ptx-kernel" fn allreduce_two_shot(
 /// order, sync), `iters` times. One block per PE (a PE may have one block in
 /// a collective at a time).
 ///
-/// # Safety
-/// As [`allreduce_one_shot`], launched with one block.
+/// Buffers as for [`allreduce_one_shot`]. Typed handles only: no `unsafe`
+/// here. Launched as [`allreduce_one_shot`], with one block.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn allreduce_library(
-    src: *const f32,
-    out: *mut f32,
-    acc: *mut f32,
+pub extern "ptx-kernel" fn allreduce_library(
+    src: Sym<f32>,
+    out: Sym<f32>,
+    acc: Sym<f32>,
     n_elems: u64,
     first: u64,
     iters: u64,
     check: u32,
 ) {
     let total = n_elems as usize;
-    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    let out = out.slice(0, total);
+    let (tid, threads) = (thread::thread_idx() as usize, thread::block_dim() as usize);
     for it in first..first + iters {
-        let input = src.add((it % VERSIONS) as usize * stride(total));
-        shmem::reduce_block(TEAM_WORLD, out, input, total, ReduceOp::Sum);
+        out.reduce_block(TEAM_WORLD, version(src, it, total), ReduceOp::Sum);
         if check != 0 {
             let mut i = tid;
             while i < total {
-                *acc.add(i) += *out.add(i);
+                acc.write(i, acc.read(i) + out.read(i));
                 i += threads;
             }
-            _syncthreads();
+            thread::sync_block();
         }
     }
 }

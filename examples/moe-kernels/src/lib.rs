@@ -6,13 +6,13 @@
 //! handles its share of that PE's tokens and exchanges them only with block
 //! `b` of the other PEs, with its own receive buffer and signal words, so the
 //! blocks of a PE never wait for each other.
+//!
+//! Written with the typed API (`Sym<T>` handles, `shmem::thread`): one
+//! `unsafe` block remains, the `p` of a token's origin (see [`moe_rounds`]).
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx)]
+#![feature(abi_ptx)]
 
-use core::arch::nvptx::*;
-use core::sync::atomic::{AtomicU32, Ordering};
-use gpushmem_kernels as shmem;
-use shmem::{Cmp, SignalOp};
+use gpushmem_kernels::{self as shmem, thread, Cmp, SignalOp, Sym};
 
 mod route;
 pub use route::route;
@@ -27,28 +27,30 @@ fn share(total: usize, parts: usize, idx: usize) -> (usize, usize) {
 /// Waits (threads of the block in parallel) until `sig(pe) >= value` for every
 /// PE `pe`, then syncs the block so every thread sees what the signals published.
 #[inline(always)]
-unsafe fn wait_all(sig: impl Fn(usize) -> *mut u64, value: u64, n: usize) {
-    let mut pe = _thread_idx_x() as usize;
+fn wait_all(sig: impl Fn(usize) -> Sym<u64>, value: u64, n: usize) {
+    let mut pe = thread::thread_idx() as usize;
     while pe < n {
-        shmem::signal_wait_until(sig(pe), Cmp::Ge, value);
-        pe += _block_dim_x() as usize;
+        sig(pe).signal_wait_until(Cmp::Ge, value);
+        pe += thread::block_dim() as usize;
     }
-    _syncthreads();
+    thread::sync_block();
 }
 
-/// One token (`hidden` `f32`) to `dest` on `pe` by the calling warp, with the
-/// signal on `pe` incremented by one once it has landed. Kept out of line:
-/// inlined into the kernel's loops, its copy paths keep too many registers live.
+/// One token (`src`, a row of `hidden` `f32`) into `dest` on `pe` by the
+/// calling warp, with the signal `sig` on `pe` incremented by one once it has
+/// landed. Kept out of line: inlined into the kernel's loops, its copy paths
+/// keep too many registers live.
 #[inline(never)]
-unsafe fn put_token(dest: *mut f32, src: *const f32, hidden: usize, sig: *mut u64, pe: u32) {
-    shmem::put_signal_nbi_warp(dest, src, hidden, sig, 1, SignalOp::Add, pe);
+fn put_token(dest: Sym<f32>, src: Sym<f32>, sig: Sym<u64>, pe: u32) {
+    dest.put_signal_nbi_warp(src, sig, 1, SignalOp::Add, pe);
 }
 
-/// This PE's row of counts (`n` words) to `dest` on `pe`, with the signal on
-/// `pe` SET to `round`; out of line for the same reason as [`put_token`].
+/// This PE's row of counts (`src`, `n` words) into `dest` on `pe`, with the
+/// signal `sig` on `pe` SET to `round`; out of line for the same reason as
+/// [`put_token`].
 #[inline(never)]
-unsafe fn put_row(dest: *mut u32, src: *const u32, n: usize, sig: *mut u64, round: u64, pe: u32) {
-    shmem::put_signal(dest, src, n, sig, round, SignalOp::Set, pe);
+fn put_row(dest: Sym<u32>, src: Sym<u32>, sig: Sym<u64>, round: u64, pe: u32) {
+    dest.put_signal(src, sig, round, SignalOp::Set, pe);
 }
 
 /// `rounds` rounds of dispatch → expert → combine, numbered `first`, `first + 1`, …
@@ -57,8 +59,9 @@ unsafe fn put_row(dest: *mut u32, src: *const u32, n: usize, sig: *mut u64, roun
 ///
 /// 1. **Route and count**: every token `t` of the channel gets its expert
 ///    `route(my_pe, t, round)` and a slot among this PE's tokens for that
-///    expert (an atomic counter per expert, so the order within an expert's
-///    segment is arbitrary; the token's index travels with it).
+///    expert (an atomic counter per expert, `atomic_fetch_add` on this PE, so
+///    the order within an expert's segment is arbitrary; the token's index
+///    travels with it).
 /// 2. **Exchange counts**: this PE's row of counts goes to every PE
 ///    (`put_signal`, signal SET to the round), so every PE holds the whole
 ///    `n × n` matrix of the channel and computes the same offsets: source
@@ -73,32 +76,37 @@ unsafe fn put_row(dest: *mut u32, src: *const u32, n: usize, sig: *mut u64, roun
 ///    (`put_signal_nbi_warp`, ADD 1); the owner waits until all of its
 ///    channel's tokens are back. With `check`, it adds them into `acc`.
 ///
-/// Buffers (all symmetric): `tokens` = `[x; out; acc]`, each `n_tokens ×
-/// hidden`; `recv`: `gridDim.x × cap × hidden` and `meta`: `gridDim.x × cap`
+/// Buffers: `tokens` = `[x; out; acc]`, each `n_tokens × hidden` `f32`;
+/// `recv`: `gridDim.x × cap × hidden` and `meta`: `gridDim.x × cap`
 /// with `cap = n_pes × ceil(n_tokens / gridDim.x)` (the most a channel can
 /// receive); `scratch`: `2 × n_tokens + gridDim.x × n_pes` `u32`; `counts`:
 /// `2 × gridDim.x × n_pes × n_pes` `u32` (double-buffered by round parity: a
 /// PE may send its row of round `r + 1` while a peer still reads round `r`'s
 /// matrix, but not of `r + 2`); `sigs`: `2 × gridDim.x × n_pes + 4 ×
-/// gridDim.x` `u64`, zeroed once. `shape` = `n_tokens << 32 | hidden`.
+/// gridDim.x` `u64`, zeroed once. `shape` = `n_tokens << 32 | hidden`;
+/// `hidden` a multiple of 4 (16-byte rows, so the token copies use 16-byte
+/// accesses).
 ///
 /// Why one receive buffer suffices: a PE dispatches round `r + 1` only after
 /// it has every PE's count row of `r + 1`, which each PE sends only after
 /// finishing round `r` (its expert work and combine puts included).
 ///
-/// # Safety
-/// Pointers as described; `hidden` a multiple of 4 (16-byte rows); every
-/// PE launches it with the same grid, block (a multiple of 32 threads) and
-/// arguments, collectively.
+/// Typed handles: every access and call checks its range, lengths and PE
+/// (a buffer shorter than the above traps with a message). One `unsafe`
+/// block remains: the `p` of a token's origin into `meta` on its expert, a
+/// single remote store of a value, which the typed API does not offer (its
+/// puts copy from a symmetric source); the handle `meta.elem(pos)` checks
+/// the slot and gives the address. Every PE launches it with the same grid,
+/// block (a multiple of 32 threads) and arguments, collectively.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "ptx-kernel" fn moe_rounds(
-    tokens: *mut f32,
-    recv: *mut f32,
-    meta: *mut u64,
-    scratch: *mut u32,
-    counts: *mut u32,
-    sigs: *mut u64,
+pub extern "ptx-kernel" fn moe_rounds(
+    tokens: Sym<f32>,
+    recv: Sym<f32>,
+    meta: Sym<u64>,
+    scratch: Sym<u32>,
+    counts: Sym<u32>,
+    sigs: Sym<u64>,
     shape: u64,
     first: u64,
     rounds: u64,
@@ -106,51 +114,55 @@ pub unsafe extern "ptx-kernel" fn moe_rounds(
 ) {
     let (me, n) = (shmem::my_pe() as usize, shmem::n_pes() as usize);
     let (n_tokens, hidden) = ((shape >> 32) as usize, (shape & 0xffff_ffff) as usize);
-    let (blocks, b) = (_grid_dim_x() as usize, _block_idx_x() as usize);
-    let (tid, threads) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    let (blocks, b) = (thread::grid_dim() as usize, thread::block_idx() as usize);
+    let (tid, threads) = (thread::thread_idx() as usize, thread::block_dim() as usize);
     let (warp, warps, lane) = (tid / 32, threads / 32, tid % 32);
     let (t0, tl) = share(n_tokens, blocks, b);
     let cap = n * n_tokens.div_ceil(blocks);
 
-    let x = tokens as *const f32;
-    let out = tokens.add(n_tokens * hidden);
-    let acc = tokens.add(2 * n_tokens * hidden);
-    let recv = recv.add(b * cap * hidden);
-    let meta = meta.add(b * cap);
-    let route_of = scratch;
-    let slot_of = scratch.add(n_tokens);
-    let count = scratch.add(2 * n_tokens + b * n);
+    let elems = n_tokens * hidden;
+    let (x, out, acc) = (tokens.slice(0, elems), tokens.slice(elems, 2 * elems), tokens.slice(2 * elems, 3 * elems));
+    // Row `i` (one token) of a buffer of `hidden`-element rows.
+    let token = |buf: Sym<f32>, i: usize| buf.slice(i * hidden, (i + 1) * hidden);
+    let recv = recv.slice(b * cap * hidden, (b + 1) * cap * hidden);
+    let meta = meta.slice(b * cap, (b + 1) * cap);
+    let route_of = scratch.slice(0, n_tokens);
+    let slot_of = scratch.slice(n_tokens, 2 * n_tokens);
+    let count = scratch.slice(2 * n_tokens + b * n, 2 * n_tokens + (b + 1) * n);
     // Signal words: the count rows [parity][channel][source], then per channel
     // the dispatch and combine counters and two words of this PE's bookkeeping.
-    let row_sig = |par: usize| move |src: usize| sigs.add((par * blocks + b) * n + src);
-    let dispatch_sig = sigs.add(2 * blocks * n + b);
-    let combine_sig = sigs.add(2 * blocks * n + blocks + b);
-    let book = sigs.add(2 * blocks * n + 2 * blocks + 2 * b);
-    let matrix = |par: usize, src: usize, dst: usize| *counts.add(((par * blocks + b) * n + src) * n + dst);
-    let row = |par: usize, src: usize| counts.add(((par * blocks + b) * n + src) * n);
+    let row_sig = |par: usize| move |src: usize| sigs.elem((par * blocks + b) * n + src);
+    let dispatch_sig = sigs.elem(2 * blocks * n + b);
+    let combine_sig = sigs.elem(2 * blocks * n + blocks + b);
+    let book = sigs.slice(2 * blocks * n + 2 * blocks + 2 * b, 2 * blocks * n + 2 * blocks + 2 * b + 2);
+    let matrix = |par: usize, src: usize, dst: usize| counts.read(((par * blocks + b) * n + src) * n + dst);
+    let row = |par: usize, src: usize| {
+        let at = ((par * blocks + b) * n + src) * n;
+        counts.slice(at, at + n)
+    };
 
     for round in first..first + rounds {
         let par = (round % 2) as usize;
         // 1. Route and count.
         let mut d = tid;
         while d < n {
-            *count.add(d) = 0;
+            count.write(d, 0);
             d += threads;
         }
-        _syncthreads();
+        thread::sync_block();
         let mut i = tid;
         while i < tl {
             let t = t0 + i;
             let d = route(me as u32, t as u32, round, n as u32);
-            *route_of.add(t) = d;
-            *slot_of.add(t) = AtomicU32::from_ptr(count.add(d as usize)).fetch_add(1, Ordering::Relaxed);
+            route_of.write(t, d);
+            slot_of.write(t, count.elem(d as usize).atomic_fetch_add(1, me as u32));
             i += threads;
         }
-        _syncthreads();
+        thread::sync_block();
         // 2. My row of counts to every PE (me included), then wait for every row.
         let mut d = tid;
         while d < n {
-            put_row(row(par, me), count, n, row_sig(par)(me), round, d as u32);
+            put_row(row(par, me), count, row_sig(par)(me), round, d as u32);
             d += threads;
         }
         wait_all(row_sig(par), round, n);
@@ -158,56 +170,59 @@ pub unsafe extern "ptx-kernel" fn moe_rounds(
         let mut i = warp;
         while i < tl {
             let t = t0 + i;
-            let d = *route_of.add(t) as usize;
-            let mut pos = *slot_of.add(t) as usize;
+            let d = route_of.read(t) as usize;
+            let mut pos = slot_of.read(t) as usize;
             for q in 0..me {
                 pos += matrix(par, q, d) as usize;
             }
             if lane == 0 {
-                shmem::p(meta.add(pos), ((me as u64) << 32) | t as u64, d as u32);
+                let origin = meta.elem(pos);
+                // SAFETY: `origin` is one `u64` of the symmetric heap (a checked
+                // element of a handle) and `d = route(…) % n_pes < n_pes`.
+                unsafe { shmem::p(origin.as_ptr(), ((me as u64) << 32) | t as u64, d as u32) };
             }
-            put_token(recv.add(pos * hidden), x.add(t * hidden), hidden, dispatch_sig, d as u32);
+            put_token(token(recv, pos), token(x, t), dispatch_sig, d as u32);
             i += warps;
         }
         // Wait for the tokens the matrix says this PE gets (the counter only grows).
         let incoming = (0..n).map(|q| matrix(par, q, me) as usize).sum::<usize>();
         if tid == 0 {
-            let target = *book + incoming as u64;
-            *book = target;
-            shmem::signal_wait_until(dispatch_sig, Cmp::Ge, target);
+            let target = book.read(0) + incoming as u64;
+            book.write(0, target);
+            dispatch_sig.signal_wait_until(Cmp::Ge, target);
         }
-        _syncthreads();
+        thread::sync_block();
         // 4. Expert (× (my_pe + 1)) and combine: each token back to its row on its source.
         let scale = (me + 1) as f32;
         let mut pos = warp;
         while pos < incoming {
-            let token = recv.add(pos * hidden);
+            let received = token(recv, pos);
             let mut h = lane;
             while h < hidden {
-                *token.add(h) *= scale;
+                received.write(h, received.read(h) * scale);
                 h += 32;
             }
             // The whole row is scaled before any lane copies it.
-            shmem::thread::sync_warp();
-            let origin = *meta.add(pos);
+            thread::sync_warp();
+            let origin = meta.read(pos);
             let (src, t) = ((origin >> 32) as u32, (origin & 0xffff_ffff) as usize);
-            put_token(out.add(t * hidden), token, hidden, combine_sig, src);
+            put_token(token(out, t), received, combine_sig, src);
             pos += warps;
         }
         if tid == 0 {
-            let target = *book.add(1) + tl as u64;
-            *book.add(1) = target;
-            shmem::signal_wait_until(combine_sig, Cmp::Ge, target);
+            let target = book.read(1) + tl as u64;
+            book.write(1, target);
+            combine_sig.signal_wait_until(Cmp::Ge, target);
         }
-        _syncthreads();
+        thread::sync_block();
         if check != 0 {
-            let mut e = tid;
-            while e < tl * hidden {
-                *acc.add(t0 * hidden + e) += *out.add(t0 * hidden + e);
+            let mut e = t0 * hidden + tid;
+            while e < (t0 + tl) * hidden {
+                acc.write(e, acc.read(e) + out.read(e));
                 e += threads;
             }
         }
         // Everything of this round is read before the next round's count row goes out.
-        _syncthreads();
+        thread::sync_block();
     }
 }

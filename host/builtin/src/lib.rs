@@ -1,6 +1,7 @@
 //! Built-in kernels behind the host's stream-ordered operations
-//! (`Shmem::*_on_stream`): one block each (32 threads for the signal and
-//! sync kernels, `COLLECTIVE_THREADS` for the collectives).
+//! (`Shmem::*_on_stream`): one block of 32 threads for the signal and sync
+//! kernels; the collectives run their `_grid` forms on as many blocks of
+//! `COLLECTIVE_THREADS` as the host launches (host/src/collective_ops.rs).
 #![no_std]
 #![feature(abi_ptx, stdarch_nvptx)]
 // Kernel entry points: each one's safety contract is its launch arguments,
@@ -39,38 +40,38 @@ pub unsafe extern "ptx-kernel" fn gpushmem_barrier_all() {
     shmem::barrier_all_block();
 }
 
-/// `broadcast_block` of bytes (the host's `broadcast_on_stream`).
+/// `broadcast_grid` of bytes (the host's `broadcast_on_stream`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_broadcast(team: u32, dest: *mut u8, src: *const u8, bytes: u64, root: u32) {
-    shmem::broadcast_block(shmem::Team(team), dest, src, bytes as usize, root);
+    shmem::broadcast_grid(shmem::Team(team), dest, src, bytes as usize, root);
 }
 
-/// `fcollect_block` of bytes (the host's `fcollect_on_stream`).
+/// `fcollect_grid` of bytes (the host's `fcollect_on_stream`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_fcollect(team: u32, dest: *mut u8, src: *const u8, bytes: u64) {
-    shmem::fcollect_block(shmem::Team(team), dest, src, bytes as usize);
+    shmem::fcollect_grid(shmem::Team(team), dest, src, bytes as usize);
 }
 
-/// `alltoall_block` of bytes (the host's `alltoall_on_stream`).
+/// `alltoall_grid` of bytes (the host's `alltoall_on_stream`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_alltoall(team: u32, dest: *mut u8, src: *const u8, bytes: u64) {
-    shmem::alltoall_block(shmem::Team(team), dest, src, bytes as usize);
+    shmem::alltoall_grid(shmem::Team(team), dest, src, bytes as usize);
 }
 
-/// `reduce_block` and `reducescatter_block` for one element type: kernels
+/// `reduce_grid` and `reducescatter_grid` for one element type: kernels
 /// `gpushmem_reduce_<type>` and `gpushmem_reducescatter_<type>`.
 macro_rules! reduce_kernels {
     ($($t:ty => $reduce:ident, $scatter:ident;)*) => {$(
-        /// `reduce_block` (the host's `allreduce_on_stream`).
+        /// `reduce_grid` (the host's `allreduce_on_stream`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $reduce(team: u32, dest: *mut $t, src: *const $t, n: u64, op: shmem::ReduceOp) {
-            shmem::reduce_block(shmem::Team(team), dest, src, n as usize, op);
+            shmem::reduce_grid(shmem::Team(team), dest, src, n as usize, op);
         }
 
-        /// `reducescatter_block` (the host's `reducescatter_on_stream`).
+        /// `reducescatter_grid` (the host's `reducescatter_on_stream`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $scatter(team: u32, dest: *mut $t, src: *const $t, n: u64, op: shmem::ReduceOp) {
-            shmem::reducescatter_block(shmem::Team(team), dest, src, n as usize, op);
+            shmem::reducescatter_grid(shmem::Team(team), dest, src, n as usize, op);
         }
     )*};
 }

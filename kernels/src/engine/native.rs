@@ -9,7 +9,7 @@ use super::{FetchOp, Mode, Op};
 use crate::abi::{sync_area, SignalOp, TeamDesc};
 use crate::atomic::{AtomicFloat, AtomicWord, Bitwise};
 use crate::copy::copy_elems;
-use crate::group::Group;
+use crate::group::{blocks_in_grid, Group, Kind};
 use crate::team::{member_desc, Team, TEAM_WORLD};
 use crate::{debug, ptx, state, wait};
 use core::ffi::CStr;
@@ -191,8 +191,22 @@ pub(crate) fn barrier_all(g: Group, complete: bool) {
 const LEADER_WRITES_UP_TO: u32 = 64;
 
 /// The barrier of `team` over the group `g` (see `crate::sync` for the algorithm).
+/// Inlined, so that the group's kind and `complete` are constants and only
+/// the one path a call needs is emitted (the PTX goldens check it).
+#[inline(always)]
 pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr) {
     debug::check_installed(call);
+    if g.kind == Kind::Grid {
+        grid_sync(team, complete, call);
+    } else {
+        team_sync_members(team, g, complete, call);
+    }
+}
+
+/// [`team_sync_group`] for a thread, warp or block: the members' flags.
+/// (Not recursive through [`grid_sync`], so it inlines into every caller.)
+#[inline(always)]
+fn team_sync_members(team: Team, g: Group, complete: bool, call: &CStr) {
     let s = state();
     let d = member_desc(team, call);
     g.sync();
@@ -241,6 +255,61 @@ pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr)
         i += g.size as u32;
     }
     g.sync();
+}
+
+/// The barrier of `team` over every block of this PE's grid (`_grid` forms):
+/// the blocks meet on this PE, the last to arrive runs the team's barrier for
+/// them all, then lets them go.
+///
+/// Each block: block sync (its threads' accesses happen before its leader's
+/// next step), then its leader reads the generation `g0`, fences
+/// (`fence.acq_rel`: release) and adds 1 to the arrival count. The leader
+/// that brings the count to the number of blocks fences again (acquire: it
+/// now has every block's accesses before it), resets the count, runs the
+/// team barrier with one thread (whose fences are cumulative, so they carry
+/// every block's accesses to the other members), and publishes `g0 + 1`
+/// (fence, then store: release). Every other leader waits, bounded, until
+/// the generation differs from `g0` (acquire). A last block sync lets the
+/// block's threads go. The words are in the team's sync slot of this PE
+/// ([`sync_area::GRID_ARRIVE`], [`sync_area::GRID_GEN`]), so one grid
+/// barrier per team may run at a time on a PE, like the block form's rule.
+///
+/// Why `g0` is current: a block reads it after leaving the previous grid
+/// barrier, which it left by seeing that generation (or by publishing it).
+/// Blocks that are not all resident never meet: the wait times out with the
+/// usual message, so a grid launched without the collective launch traps
+/// instead of hanging.
+#[inline(always)]
+fn grid_sync(team: Team, complete: bool, call: &CStr) {
+    let blocks = blocks_in_grid() as u32;
+    if blocks == 1 {
+        return team_sync_members(team, Group::block(), complete, call);
+    }
+    let slot = state().heap_base + TeamDesc::slot_offset(team.0);
+    let arrive = (slot + sync_area::GRID_ARRIVE) as *mut u32;
+    let gen = (slot + sync_area::GRID_GEN) as *mut u32;
+    ptx::sync_block();
+    if ptx::thread_index_in_block() == 0 {
+        // SAFETY: both words are in this PE's slot of `team`, used only by this barrier.
+        unsafe {
+            let g0 = u32::load_volatile(gen);
+            if complete {
+                ptx::fence_sc();
+            } else {
+                ptx::fence_acq_rel();
+            }
+            if u32::fetch_add(arrive, 1) == blocks - 1 {
+                ptx::fence_acq_rel();
+                u32::store(arrive, 0);
+                team_sync_members(team, Group::thread(), complete, call);
+                ptx::fence_acq_rel();
+                u32::store(gen, g0.wrapping_add(1));
+            } else {
+                wait::wait_until_named(gen, crate::Cmp::Ne, g0, call);
+            }
+        }
+    }
+    ptx::sync_block();
 }
 
 /// Release-updates the signal word at the already translated address `sig` (PTX ISA 9.7.8.10 st, 9.7.13.6 red).

@@ -7,8 +7,11 @@
 //! syncs (each one NVLink latency) plus the data: broadcast reads `nbytes`
 //! from the root; fcollect/alltoall read `(n-1)·nbytes`; reduce reads
 //! `n·nbytes` and combines in a fixed member order, so every member gets the
-//! bitwise-same result (floats included); reducescatter reads `n·nbytes/n`
-//! per member's share.
+//! bitwise-same result (floats included), or from 256 KiB on runs two-shot
+//! (each member combines its `1/n` chunk, a third sync, then copies the
+//! others' chunks: about `2·nbytes` read per member, same bits);
+//! reducescatter reads `n·nbytes/n` per member's share. With a grid group
+//! (the `_grid` forms) every block of the grid shares the data movement.
 //!
 //! The arguments were checked by [`crate::collective`] (membership, root,
 //! overlap, operator); `d` is this PE's view of `team`.
@@ -79,7 +82,9 @@ pub(crate) unsafe fn alltoall(
     team_sync_group(team, g, false, call);
 }
 
-/// `dest[i] = op` over every member's `src[i]`, in member order.
+/// `dest[i] = op` over every member's `src[i]`, in member order: one-shot
+/// (every member combines all of it) below [`TWO_SHOT_MIN_BYTES`], two-shot
+/// from there.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce<T: Reducible>(
@@ -92,10 +97,38 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     g: Group,
     call: &CStr,
 ) {
+    let size = core::mem::size_of::<T>();
+    if n * size < TWO_SHOT_MIN_BYTES || d.size == 1 {
+        team_sync_group(team, g, false, call);
+        combine(d, dest, src, n, op, g, call);
+        team_sync_group(team, g, false, call);
+        return;
+    }
+    // Two-shot: reduce-scatter into our own `dest` chunk, then all-gather the
+    // others' chunks from their `dest`. Each chunk is combined once, by its
+    // owner, in member order: the same bits as the one-shot above.
+    let chunk = |m: u32| {
+        let per = n.div_ceil(d.size as usize).next_multiple_of(16 / size);
+        let lo = (m as usize * per).min(n);
+        (lo, (lo + per).min(n) - lo)
+    };
     team_sync_group(team, g, false, call);
-    combine(d, dest, src, n, op, g, call);
+    let (lo, len) = chunk(d.my_index);
+    combine(d, dest.add(lo), src.add(lo), len, op, g, call);
+    team_sync_group(team, g, false, call);
+    for k in 1..d.size {
+        let m = (d.my_index + k) % d.size;
+        let (lo, len) = chunk(m);
+        let (mine, bytes) = (dest.add(lo) as *mut u8, len * size);
+        copy_bytes(mine, remote(mine, bytes, d.world_pe(m), call), bytes, g);
+    }
     team_sync_group(team, g, false, call);
 }
+
+/// From this size up, [`reduce`] runs two-shot (reduce-scatter, then
+/// all-gather: each member reads about `2 * bytes`) instead of one-shot
+/// (each reads `n * bytes`, one sync fewer).
+const TWO_SHOT_MIN_BYTES: usize = 256 << 10;
 
 /// Member `k`: `dest[i] = op` over every member's `src[k * n + i]`.
 #[inline(always)]
