@@ -21,6 +21,8 @@
 # own bench/nvshmem/perf.cu; put/get bandwidth 8 B-1 GiB with the memcpy baseline, put_signal and
 # signal ping-pong, barrier on 1 PE, init; CSVs and bench/compare.py's three-way tables in the
 # logs, round 1's brief table printed; about 1-2 minutes, at most ~300 s; not in the default set),
+# collective (issue 17: gpushmem-perf collective on 2, 4, 8 PEs up to 256 MiB with the bound, put-bw,
+# the allreduce example on 8 PEs; about 3-5 minutes; not in the default set),
 # sanitize (compute-sanitizer memcheck, racecheck and synccheck over the
 # quick-mode suite, scripts/sanitize.sh; not in the default set: it needs
 # about 7 minutes of a 10-minute call by itself), multigpu (issue 8, on a machine of 2+ GPUs:
@@ -103,6 +105,16 @@ fi
 if has perf || has nvshmem; then
   nvidia-smi dmon -s pc -d 1 >"$logs/dmon.log" 2>&1 &
   dmon=$!
+fi
+# Issue 17: the stream-ordered collectives (allreduce f32/bf16, fcollect, alltoall, 4 KiB-256 MiB) on 2, 4
+# and 8 PEs as threads with the memory bound of each row, the block put by size against cuMemcpy, and the
+# allreduce example (its hand-written one-shot/two-shot and the library call) on 8 PEs.
+if has collective; then
+  for n in 2 4 8; do
+    step "collective-${n}pe" 150 ./gpushmem-perf collective --npes "$n" --coll-max-size 256m --csv "$logs/collective-${n}pe.csv"
+  done
+  step put-bw 120 ./gpushmem-perf put-bw --csv "$logs/put-bw.csv"
+  step example-allreduce-8 90 ./allreduce 8
 fi
 if has perf; then
   step perf 240 ./gpushmem-perf pingpong scopes pingpong-blocks pingpong-placement latency barrier init \
