@@ -217,8 +217,11 @@ macro_rules! fetch_op {
         /// `dest` is a naturally aligned symmetric address; `pe < n_pes()`.
         #[inline(always)]
         pub unsafe fn $name<T: AtomicWord>(dest: *mut T, value: T, pe: u32) -> T {
-            check(dest, pe, c"atomic");
-            engine::atomic_fetch_op(dest, value, pe, FetchOp::$op, c"atomic")
+            const NAME: &str = concat!(stringify!($name), "\0");
+            // SAFETY: NAME ends with its only NUL.
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            check(dest, pe, call);
+            engine::atomic_fetch_op(dest, value, pe, FetchOp::$op, call)
         }
     };
 }

@@ -90,7 +90,7 @@ macro_rules! rma_fns {
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
             let g = Group::$group();
             $core(dest, src, nelems, pe, g, Mode::$mode, {
-                const NAME: &str = concat!(stringify!($mem), "\0");
+                const NAME: &str = concat!(stringify!($typed), "\0");
                 // SAFETY: NAME ends with its only NUL.
                 unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
             });
@@ -103,7 +103,12 @@ macro_rules! rma_fns {
         /// As the typed form, with `bytes` bytes.
         #[inline(always)]
         pub unsafe fn $mem(dest: *mut u8, src: *const u8, bytes: usize, pe: u32) {
-            $typed(dest, src, bytes, pe)
+            let g = Group::$group();
+            $core(dest, src, bytes, pe, g, Mode::$mode, {
+                const NAME: &str = concat!(stringify!($mem), "\0");
+                // SAFETY: NAME ends with its only NUL.
+                unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
+            });
         }
     };
 }

@@ -164,6 +164,8 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("collective::quick_2pe", 2),
     ("team::split_sharing_gpu_2pe", 2),
     ("typed::calls_2pe", 2),
+    ("collective::grid_forms_2pe", 2),
+    ("stream::collectives_large_3pe", 3),
     ("typed::calls_4pe", 4),
     ("collective::quick_4pe", 4),
     ("litmus::mp_fence_4pe", 4),
