@@ -10,6 +10,17 @@
 
 use gpushmem_kernels::{self as shmem, Cmp, SignalOp};
 
+// The host always builds these kernels for the native engine (host/build.rs).
+// `scripts/test.sh` also lints every kernel crate for the NVSHMEM engine, where
+// the `_grid` forms do not exist: there the block forms stand in.
+#[cfg(gpushmem_nvshmem)]
+use shmem::{
+    alltoall_block as alltoall_grid, broadcast_block as broadcast_grid, fcollect_block as fcollect_grid,
+    reduce_block as reduce_grid, reducescatter_block as reducescatter_grid,
+};
+#[cfg(not(gpushmem_nvshmem))]
+use shmem::{alltoall_grid, broadcast_grid, fcollect_grid, reduce_grid, reducescatter_grid};
+
 /// Completes what earlier work on the stream wrote (`fence.sc.sys`), then
 /// updates the signal on `pe` with release semantics.
 #[no_mangle]
@@ -43,19 +54,19 @@ pub unsafe extern "ptx-kernel" fn gpushmem_barrier_all() {
 /// `broadcast_grid` of bytes (the host's `broadcast_on_stream`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_broadcast(team: u32, dest: *mut u8, src: *const u8, bytes: u64, root: u32) {
-    shmem::broadcast_grid(shmem::Team(team), dest, src, bytes as usize, root);
+    broadcast_grid(shmem::Team(team), dest, src, bytes as usize, root);
 }
 
 /// `fcollect_grid` of bytes (the host's `fcollect_on_stream`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_fcollect(team: u32, dest: *mut u8, src: *const u8, bytes: u64) {
-    shmem::fcollect_grid(shmem::Team(team), dest, src, bytes as usize);
+    fcollect_grid(shmem::Team(team), dest, src, bytes as usize);
 }
 
 /// `alltoall_grid` of bytes (the host's `alltoall_on_stream`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn gpushmem_alltoall(team: u32, dest: *mut u8, src: *const u8, bytes: u64) {
-    shmem::alltoall_grid(shmem::Team(team), dest, src, bytes as usize);
+    alltoall_grid(shmem::Team(team), dest, src, bytes as usize);
 }
 
 /// `reduce_grid` and `reducescatter_grid` for one element type: kernels
@@ -65,13 +76,13 @@ macro_rules! reduce_kernels {
         /// `reduce_grid` (the host's `allreduce_on_stream`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $reduce(team: u32, dest: *mut $t, src: *const $t, n: u64, op: shmem::ReduceOp) {
-            shmem::reduce_grid(shmem::Team(team), dest, src, n as usize, op);
+            reduce_grid(shmem::Team(team), dest, src, n as usize, op);
         }
 
         /// `reducescatter_grid` (the host's `reducescatter_on_stream`).
         #[no_mangle]
         pub unsafe extern "ptx-kernel" fn $scatter(team: u32, dest: *mut $t, src: *const $t, n: u64, op: shmem::ReduceOp) {
-            shmem::reducescatter_grid(shmem::Team(team), dest, src, n as usize, op);
+            reducescatter_grid(shmem::Team(team), dest, src, n as usize, op);
         }
     )*};
 }
