@@ -1,5 +1,5 @@
 //! All-reduce (sum of `f32`) by hand with `put_signal_nbi` and
-//! `signal_wait_until`, against the library's `reduce_block`.
+//! `signal_wait_until`, against the library's `reduce_grid`.
 //!
 //! - **one-shot**: every PE puts its whole buffer into its own slot on every
 //!   other PE (signal SET to the all-reduce's number), waits for the `n - 1`
@@ -7,7 +7,7 @@
 //! - **two-shot**: reduce-scatter (PE `k` receives chunk `k` of every PE's
 //!   buffer into slots and sums it), then all-gather (every PE puts its summed
 //!   chunk to all others, with signals);
-//! - **library**: `reduce_block(TEAM_WORLD, …)` (one block per PE).
+//! - **library**: `reduce_grid(TEAM_WORLD, …)` (every block of a co-resident grid; one-shot below 256 KiB, two-shot above).
 //!
 //! Each kernel runs many all-reduces back to back, numbered by a counter the
 //! host keeps across launches: the number is the signal value (no resets),
@@ -66,7 +66,7 @@ impl Variant {
         match self {
             Variant::OneShot => "one-shot put_signal",
             Variant::TwoShot => "two-shot put_signal",
-            Variant::Library => "library reduce_block",
+            Variant::Library => "library reduce_grid",
         }
     }
 }
@@ -109,8 +109,22 @@ fn allreduce(shmem: &Shmem, sizes: &[usize], mode: &str, max_iters: u64) -> gpus
         let blocks = (elems / 16384).clamp(1, 8);
         let iters = (((64usize << 20) / (elems * 4)).clamp(10, 500) as u64).min(max_iters);
         for variant in [Variant::OneShot, Variant::TwoShot, Variant::Library] {
-            let grid = if variant == Variant::Library { 1 } else { blocks };
-            let cfg = LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+            let kernel = match variant {
+                Variant::OneShot => &one_shot,
+                Variant::TwoShot => &two_shot,
+                Variant::Library => &library,
+            };
+            // Blocks as large as the kernel's registers allow (the library's reduction needs more of them).
+            let threads = THREADS.min(kernel.max_threads_per_block()? / 32 * 32);
+            let grid = match variant {
+                // One block per 64 KiB, as many as may be co-resident (as the library's stream-ordered all-reduce).
+                Variant::Library => {
+                    let fits = shmem.collective_launch_query_gridsize(kernel, threads, 0)? as usize;
+                    (elems * 4).div_ceil(64 << 10).clamp(1, fits.max(1))
+                }
+                _ => blocks,
+            };
+            let cfg = LaunchConfig { grid_dim: (grid as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
             let (s, o, a) = (&src, &out, &acc);
             let launch = |first: u64, count: u64, check: u32| {
                 // SAFETY: the arguments match each kernel's parameters (each `&SymSlice`
@@ -119,17 +133,17 @@ fn allreduce(shmem: &Shmem, sizes: &[usize], mode: &str, max_iters: u64) -> gpus
                 unsafe {
                     match variant {
                         Variant::OneShot => shmem.launch_collective(
-                            &one_shot,
+                            kernel,
                             cfg,
                             (s, o, a, &slots_one, &sig_one, elems as u64, first, count, check),
                         ),
                         Variant::TwoShot => shmem.launch_collective(
-                            &two_shot,
+                            kernel,
                             cfg,
                             (s, o, a, &slots_two, &sig_two, elems as u64, chunk as u64, first, count, check),
                         ),
                         Variant::Library => {
-                            shmem.launch_collective(&library, cfg, (s, o, a, elems as u64, first, count, check))
+                            shmem.launch_collective(kernel, cfg, (s, o, a, elems as u64, first, count, check))
                         }
                     }
                 }

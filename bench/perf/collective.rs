@@ -24,6 +24,7 @@ use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem};
+use gpushmem_kernels::abi::REDUCE_TWO_SHOT_MIN_BYTES;
 
 /// An element type the allreduce is measured for.
 trait Elem: ReduceType + Send {
@@ -177,7 +178,8 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     let npes = o.npes;
     let max = o.coll_max_size.max(4 << 10);
     let reduce_sizes = sizes(4 << 10, max, 4);
-    let block_sizes = sizes(4 << 10, (max / npes as u64).max(4 << 10), 4);
+    // Factor 2: the 8 MiB row of the fcollect/alltoall target is in the series.
+    let block_sizes = sizes(4 << 10, (max / npes as u64).max(4 << 10), 2);
     let progress = Progress::new(2 * reduce_sizes.len() + 2 * block_sizes.len());
     let heap =
         2 * reduce_sizes.last().copied().unwrap_or(max).max(npes as u64 * block_sizes.last().copied().unwrap_or(0));
@@ -273,14 +275,10 @@ fn memcpy_rate(shmem: &Shmem, o: &Opts) -> gpushmem::Result<f64> {
 fn traffic_per_pe(test: &str, size: f64, n: f64) -> f64 {
     match test {
         "fcollect" | "alltoall" => 2.0 * n * size,
-        _ if size < TWO_SHOT_MIN_BYTES => (n + 1.0) * size,
+        _ if size < REDUCE_TWO_SHOT_MIN_BYTES as f64 => (n + 1.0) * size,
         _ => 2.0 * size + (n - 1.0) * size / n,
     }
 }
-
-/// The size from which the library's allreduce runs two-shot (the device
-/// crate's `native_collective::TWO_SHOT_MIN_BYTES`).
-const TWO_SHOT_MIN_BYTES: f64 = (256 << 10) as f64;
 
 #[cfg(test)]
 mod tests {

@@ -10,10 +10,13 @@
 //! algorithm and its cost.
 
 use crate::error::CudaContext as _;
-use crate::launch::{check_co_resident, co_resident_blocks, launch_on, KernelArgs};
+use crate::launch::{co_resident_blocks, launch_on, KernelArgs};
+use crate::module::Kernel;
 use crate::{Error, Result, Shmem, SymSlice, Team};
 use cudarc::driver::{CudaStream, LaunchConfig};
 use gpushmem_kernels::reduce::{Bf16, ReduceOp, Reducible, F16};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Threads of the block each built-in collective runs with, at most: fewer
 /// (whole warps) for a kernel whose register use allows fewer per block
@@ -36,6 +39,35 @@ macro_rules! reduce_type {
 reduce_type!(u8 => "u8", i8 => "i8", u16 => "u16", i16 => "i16", u32 => "u32", i32 => "i32", u64 => "u64", i64 => "i64",
     f32 => "f32", f64 => "f64", F16 => "f16", Bf16 => "bf16");
 
+/// A built-in collective kernel with its launch shape: the block size its
+/// registers allow (at most [`COLLECTIVE_THREADS`]) and the co-resident blocks
+/// per PE. Worked out once per kernel and PE: the driver queries behind it
+/// (function attribute, occupancy) cost microseconds, which with eight PEs
+/// as threads queueing on the driver dominated small collectives.
+pub(crate) struct CollectiveShape {
+    kernel: Kernel,
+    threads: u32,
+    resident: u64,
+}
+
+/// This PE's [`CollectiveShape`]s by kernel name.
+#[derive(Default)]
+pub(crate) struct CollectiveShapes(Mutex<HashMap<String, Arc<CollectiveShape>>>);
+
+impl CollectiveShapes {
+    fn get(&self, shmem: &Shmem, name: &str) -> Result<Arc<CollectiveShape>> {
+        if let Some(s) = self.0.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+            return Ok(s.clone());
+        }
+        let kernel = shmem.builtin.kernel(name)?;
+        let threads = COLLECTIVE_THREADS.min(kernel.max_threads_per_block()? / 32 * 32).max(32);
+        let (resident, _, _) = co_resident_blocks(shmem.context(), &kernel, threads, 0, shmem.pes_on_device())?;
+        let shape = Arc::new(CollectiveShape { kernel, threads, resident });
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(name.to_string(), shape.clone());
+        Ok(shape)
+    }
+}
+
 fn bad(call: &str, why: String) -> Error {
     Error::Config { name: call.into(), value: String::new(), why }
 }
@@ -44,16 +76,13 @@ impl Shmem {
     /// Launches built-in collective `name` on `stream` with a grid sized for
     /// `bytes` of data (the same on every member).
     fn collective_on(&self, stream: &CudaStream, name: &str, bytes: u64, args: impl KernelArgs) -> Result<()> {
-        let k = self.builtin.kernel(name)?;
-        let fits = k.func.max_threads_per_block().cuda("cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)")? as u32;
-        let threads = COLLECTIVE_THREADS.min(fits / 32 * 32).max(32);
-        let (resident, _, _) = co_resident_blocks(self.context(), &k, threads, 0, self.pes_on_device())?;
-        let blocks = bytes.div_ceil(BYTES_PER_BLOCK).clamp(1, resident.max(1)) as u32;
-        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+        let shape = self.collective_shapes.get(self, name)?;
+        let blocks = bytes.div_ceil(BYTES_PER_BLOCK).clamp(1, shape.resident.max(1)) as u32;
+        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (shape.threads, 1, 1), shared_mem_bytes: 0 };
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
-        check_co_resident(self.context(), &k, &cfg, self.pes_on_device())?;
-        // SAFETY: the arguments match the built-in kernel, checked by the callers below.
-        unsafe { launch_on(self.owner(), stream.cu_stream(), &k, cfg, &args) }
+        // SAFETY: the arguments match the built-in kernel, checked by the callers below;
+        // `blocks` is within the co-resident count of the shape.
+        unsafe { launch_on(self.owner(), stream.cu_stream(), &shape.kernel, cfg, &args) }
     }
 
     /// Fails unless this PE is in `team` and `[dest, +dest_len)`/`[src, +src_len)` are

@@ -1,5 +1,6 @@
 //! Kernel modules: loading PTX installs this PE's device state into it.
 
+use crate::error::CudaContext as _;
 use crate::{Error, Result};
 use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
 use gpushmem_kernels::abi::{State, STATE_SYMBOL};
@@ -76,6 +77,15 @@ impl Kernel {
     /// The kernel's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The most threads a block of this kernel may have
+    /// (`CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`): below 1024 when its
+    /// registers per thread do not allow more. A launch with more fails;
+    /// size blocks with `threads.min(k.max_threads_per_block()?)`.
+    pub fn max_threads_per_block(&self) -> Result<u32> {
+        let n = self.func.max_threads_per_block().cuda("cuFuncGetAttribute(MAX_THREADS_PER_BLOCK)")?;
+        Ok(n as u32)
     }
 }
 

@@ -27,6 +27,8 @@ pub struct Shmem {
     config: Config,
     /// The built-in kernels of the stream-ordered operations.
     pub(crate) builtin: Module,
+    /// The built-in collectives' launch shapes, worked out on first use.
+    pub(crate) collective_shapes: crate::collective_ops::CollectiveShapes,
     device: usize,
     pes_on_device: usize,
     pub(crate) teams: TeamTable,
@@ -93,6 +95,7 @@ impl Shmem {
                     owner,
                     config,
                     builtin: p.builtin,
+                    collective_shapes: Default::default(),
                     device: p.device,
                     pes_on_device,
                     teams: p.teams,

@@ -22,6 +22,12 @@ pub const FLAG_DEBUG_CHECKS: u32 = 1;
 /// device); without it they use `.sys` (other GPUs and the host included).
 pub const FLAG_ONE_GPU: u32 = 2;
 
+/// From this many bytes per member up, the native engine's all-reduce runs
+/// two-shot (reduce-scatter, then all-gather: each member reads about twice
+/// the data) instead of one-shot (each member reads every member's data, one
+/// sync fewer). Public so that tools can model the traffic of each call.
+pub const REDUCE_TWO_SHOT_MIN_BYTES: usize = 256 << 10;
+
 /// Largest number of PEs a team's sync slot has flags for.
 pub const MAX_PES: u32 = 4096;
 

@@ -1,6 +1,6 @@
 //! All-reduce (sum of `f32`) written by hand with `put_signal_nbi_block` and
 //! `signal_wait_until`, and the same operation through the library's
-//! `reduce_block`, for the `allreduce` example.
+//! `reduce_grid`, for the `allreduce` example.
 //!
 //! Every kernel runs `iters` all-reduces back to back, numbered `first`,
 //! `first + 1`, … (the host keeps counting across launches). The number is
@@ -228,13 +228,13 @@ pub extern "ptx-kernel" fn allreduce_two_shot(
     }
 }
 
-/// The library's all-reduce for comparison: `reduce_block` over
-/// `TEAM_WORLD` (sync, every PE pulls every other PE's input and sums in PE
-/// order, sync), `iters` times. One block per PE (a PE may have one block in
-/// a collective at a time).
+/// The library's all-reduce for comparison: `reduce_grid` over `TEAM_WORLD`
+/// (every block of the grid shares the work: one-shot below 256 KiB, else
+/// reduce-scatter + all-gather, sums in PE order), `iters` times.
 ///
 /// Buffers as for [`allreduce_one_shot`]. Typed handles only: no `unsafe`
-/// here. Launched as [`allreduce_one_shot`], with one block.
+/// here. Launched collectively with a grid no larger than
+/// `Shmem::collective_launch_query_gridsize` allows.
 #[no_mangle]
 pub extern "ptx-kernel" fn allreduce_library(
     src: Sym<f32>,
@@ -247,16 +247,16 @@ pub extern "ptx-kernel" fn allreduce_library(
 ) {
     let total = n_elems as usize;
     let out = out.slice(0, total);
-    let (tid, threads) = (thread::thread_idx() as usize, thread::block_dim() as usize);
+    let (first_i, step) = (thread::global_idx(), thread::global_size());
     for it in first..first + iters {
-        out.reduce_block(TEAM_WORLD, version(src, it, total), ReduceOp::Sum);
+        // The next call's opening grid sync orders these reads of `out` before its writes.
+        out.reduce_grid(TEAM_WORLD, version(src, it, total), ReduceOp::Sum);
         if check != 0 {
-            let mut i = tid;
+            let mut i = first_i;
             while i < total {
                 acc.write(i, acc.read(i) + out.read(i));
-                i += threads;
+                i += step;
             }
-            thread::sync_block();
         }
     }
 }

@@ -17,7 +17,7 @@
 //! overlap, operator); `d` is this PE's view of `team`.
 
 use super::native::{remote, team_sync_group};
-use crate::abi::TeamDesc;
+use crate::abi::{TeamDesc, REDUCE_TWO_SHOT_MIN_BYTES};
 use crate::copy::copy_bytes;
 use crate::group::Group;
 use crate::reduce::{ReduceOp, Reducible};
@@ -83,7 +83,7 @@ pub(crate) unsafe fn alltoall(
 }
 
 /// `dest[i] = op` over every member's `src[i]`, in member order: one-shot
-/// (every member combines all of it) below [`TWO_SHOT_MIN_BYTES`], two-shot
+/// (every member combines all of it) below [`REDUCE_TWO_SHOT_MIN_BYTES`], two-shot
 /// from there.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
@@ -98,7 +98,7 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     call: &CStr,
 ) {
     let size = core::mem::size_of::<T>();
-    if n * size < TWO_SHOT_MIN_BYTES || d.size == 1 {
+    if n * size < REDUCE_TWO_SHOT_MIN_BYTES || d.size == 1 {
         team_sync_group(team, g, false, call);
         combine(d, dest, src, n, op, g, call);
         team_sync_group(team, g, false, call);
@@ -124,11 +124,6 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     }
     team_sync_group(team, g, false, call);
 }
-
-/// From this size up, [`reduce`] runs two-shot (reduce-scatter, then
-/// all-gather: each member reads about `2 * bytes`) instead of one-shot
-/// (each reads `n * bytes`, one sync fewer).
-const TWO_SHOT_MIN_BYTES: usize = 256 << 10;
 
 /// Member `k`: `dest[i] = op` over every member's `src[k * n + i]`.
 #[inline(always)]
@@ -156,6 +151,15 @@ const BATCH: usize = 8;
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Unit([u32; 4]);
+
+impl Unit {
+    /// The same 16 bytes as two 8-byte words (what [`Reducible::apply_16`] takes).
+    #[inline(always)]
+    fn words(&mut self) -> &mut [u64; 2] {
+        // SAFETY: same size, and `Unit`'s 16-byte alignment covers `u64`'s.
+        unsafe { &mut *(self.0.as_mut_ptr() as *mut [u64; 2]) }
+    }
+}
 
 /// `dest[i] = op over members m (in order) of m's src[i]`, for `i` in `0..n`, split over `g`.
 ///
@@ -239,20 +243,21 @@ unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
             }
         }
         let mut acc = if fold_dest { load(dest.add(e)) } else { x[0] };
-        let a = acc.0.as_mut_ptr() as *mut T;
         #[allow(clippy::needless_range_loop)]
         for k in 0..BATCH {
             if k < count && (k > 0 || fold_dest) {
-                let b = x[k].0.as_ptr() as *const T;
-                for l in 0..lanes {
-                    *a.add(l) = T::apply(op, *a.add(l), *b.add(l));
+                if VECTOR {
+                    T::apply_16(op, acc.words(), x[k].words());
+                } else {
+                    let (a, b) = (acc.0.as_mut_ptr() as *mut T, x[k].0.as_ptr() as *const T);
+                    *a = T::apply(op, *a, *b);
                 }
             }
         }
         if VECTOR {
             crate::ptx::st_global_v4(dest.add(e).cast(), acc.0);
         } else {
-            *dest.add(e) = *a;
+            *dest.add(e) = *(acc.0.as_ptr() as *const T);
         }
         i += g.size;
     }

@@ -423,3 +423,14 @@ macro_rules! collective_methods {
 collective_methods!(broadcast, fcollect, alltoall, reduce, reducescatter, "(one thread)");
 collective_methods!(broadcast_warp, fcollect_warp, alltoall_warp, reduce_warp, reducescatter_warp, "(a warp)");
 collective_methods!(broadcast_block, fcollect_block, alltoall_block, reduce_block, reducescatter_block, "(a block)");
+// Native engine only: see the requirements of `crate::collective::reduce_grid`
+// (collective launch, a grid that is co-resident).
+#[cfg(not(feature = "nvshmem"))]
+collective_methods!(
+    broadcast_grid,
+    fcollect_grid,
+    alltoall_grid,
+    reduce_grid,
+    reducescatter_grid,
+    "(every thread of the grid; native engine only; launch collectively with a co-resident grid, see `collective::reduce_grid`)"
+);
