@@ -1002,12 +1002,7 @@ pub fn grid_forms(n: usize) -> TestResult {
     reference::agreement::checked()?;
     let len = 100_003usize;
     let k = len / n;
-    let data = |pe: usize| -> Vec<f32> {
-        random_bytes(seed(), 900 + pe as u64, len * n * 4)
-            .chunks(4)
-            .map(|c| (u32::from_le_bytes(c.try_into().unwrap()) % 2001) as f32 / 1000.0 - 1.0)
-            .collect()
-    };
+    let data = |pe: usize| random_unit_f32s(seed(), 900 + pe as u64, len * n);
     let out_len = 3 * len + 2 * k * n + k;
     let rows = threads(n, 64 << 20, |shmem| {
         let me = shmem.my_pe();

@@ -110,6 +110,14 @@ pub fn random_bytes(seed: u64, stream: u64, len: usize) -> Vec<u8> {
     out
 }
 
+/// `len` reproducible `f32`s in [-1, 1], in steps of 1/1000, from (seed, stream).
+pub fn random_unit_f32s(seed: u64, stream: u64, len: usize) -> Vec<f32> {
+    random_bytes(seed, stream, len * 4)
+        .chunks(4)
+        .map(|c| (u32::from_le_bytes(c.try_into().unwrap()) % 2001) as f32 / 1000.0 - 1.0)
+        .collect()
+}
+
 /// A seed for this run: `GPUSHMEM_TEST_SEED` or the clock; printed so a failure can be replayed.
 pub fn seed() -> u64 {
     static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();

@@ -132,12 +132,7 @@ pub fn collectives_on_stream(n: usize, len: usize) -> TestResult {
     use crate::reference::{self, in_member_order, RefReduce};
     use gpushmem::{Bf16, ReduceOp, F16};
     reference::agreement::checked()?;
-    let data_f32 = |pe: usize| -> Vec<f32> {
-        random_bytes(seed(), 300 + pe as u64, len * n * 4)
-            .chunks(4)
-            .map(|c| (u32::from_le_bytes(c.try_into().unwrap()) % 2001) as f32 / 1000.0 - 1.0)
-            .collect()
-    };
+    let data_f32 = |pe: usize| random_unit_f32s(seed(), 300 + pe as u64, len * n);
     // Inputs of the integer collectives: full-range random values, per PE.
     let data_u32 = |pe: usize| random_of::<u32>(400, pe, len);
     let data_i64 = |pe: usize| random_of::<i64>(500, pe, len);
