@@ -154,7 +154,7 @@ impl Module {
         }
         // A module built for the NVSHMEM engine holds NVSHMEM's device state, which
         // only NVSHMEM's runtime can fill; one built for the native engine has none.
-        let registration = match (crate::nvshmem::module_nvshmem_version(&inner, stream)?, nvshmem) {
+        let registration = match (crate::nvshmem::module_nvshmem_version(&inner, ptx, stream)?, nvshmem) {
             (None, _) => None,
             (Some(v), Some(rt)) => {
                 let Some(f) = kernels.values().next() else {

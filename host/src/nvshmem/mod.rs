@@ -271,11 +271,18 @@ impl Drop for Runtime {
 }
 
 /// The NVSHMEM version a module's device code was linked from, or `None` for
-/// a module without NVSHMEM code.
+/// a module without NVSHMEM code. `ptx` is the module's PTX (also when a cubin
+/// built from it was loaded): a module whose PTX does not name the version
+/// global is not looked up, because a failed `cuModuleGetGlobal` counts as an
+/// API error under compute-sanitizer's memcheck.
 pub(crate) fn module_nvshmem_version(
     module: &Arc<cudarc::driver::CudaModule>,
+    ptx: &str,
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<Option<(i32, i32, i32)>> {
+    if !ptx.contains(DEVICE_VERSION_SYMBOL) {
+        return Ok(None);
+    }
     let Ok(global) = module.get_global(DEVICE_VERSION_SYMBOL, stream) else { return Ok(None) };
     if global.len() < 12 {
         return Ok(None);
