@@ -24,7 +24,9 @@
 #![no_std]
 #![feature(abi_ptx)]
 
-use gpushmem_kernels::{self as shmem, thread, Cmp, ReduceOp, SignalOp, Sym, TEAM_WORLD};
+use gpushmem_kernels::{self as shmem, thread, Cmp, SignalOp, Sym};
+#[cfg(not(gpushmem_nvshmem))]
+use gpushmem_kernels::{ReduceOp, TEAM_WORLD};
 
 /// Signal words reserved per source PE (one per block): launch at most this many blocks.
 pub const MAX_BLOCKS: usize = 32;
@@ -234,7 +236,9 @@ pub extern "ptx-kernel" fn allreduce_two_shot(
 ///
 /// Buffers as for [`allreduce_one_shot`]. Typed handles only: no `unsafe`
 /// here. Launched collectively with a grid no larger than
-/// `Shmem::collective_launch_query_gridsize` allows.
+/// `Shmem::collective_launch_query_gridsize` allows. Native engine only (the
+/// `_grid` forms do not exist on the NVSHMEM engine), so it is left out there.
+#[cfg(not(gpushmem_nvshmem))]
 #[no_mangle]
 pub extern "ptx-kernel" fn allreduce_library(
     src: Sym<f32>,
