@@ -343,10 +343,13 @@ fn main() {
             &["fma.", "min.f32", "max.f32"],
         ),
         golden("probe_reduce_f16", &["add.rn.f32", "mul.rn.f32"], &["fma.", "min.f32", "max.f32"]),
+        // bf16: the vector path's sums are one packed `fma.rn.bf16x2` (× 1.0) per
+        // pair, the same bits as the f32 add and rounding (kernels/src/reduce.rs);
+        // no f32 contraction.
         golden(
             "probe_reduce_warp_bf16",
-            &["add.rn.f32", "mul.rn.f32", "bar.warp.sync"],
-            &["fma.", "min.f32", "max.f32"],
+            &["add.rn.f32", "mul.rn.f32", "fma.rn.bf16x2", "bar.warp.sync"],
+            &["fma.rn.f32", "fma.f32", "min.f32", "max.f32"],
         ),
         golden("probe_reducescatter_block_i32", &["mul.lo.s32", "xor.b32", "barrier.sync 0;"], &[]),
     ];
