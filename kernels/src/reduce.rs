@@ -91,13 +91,19 @@ pub trait Reducible: Pod + PartialOrd {
     /// sum pairs with one packed instruction on the GPU (see [`Bf16`]).
     #[inline(always)]
     fn apply_16(op: ReduceOp, a: &mut [u64; 2], b: &[u64; 2]) {
-        let lanes = 16 / core::mem::size_of::<Self>();
-        let (pa, pb) = (a.as_mut_ptr() as *mut Self, b.as_ptr() as *const Self);
-        for l in 0..lanes {
-            // SAFETY: the 16 bytes of `a` and of `b` hold `lanes` elements, 8-byte
-            // aligned (every element type's alignment divides 8).
-            unsafe { *pa.add(l) = Self::apply(op, *pa.add(l), *pb.add(l)) };
-        }
+        apply_lanes::<Self>(op, a, b)
+    }
+}
+
+/// [`Reducible::apply_16`] element by element.
+#[inline(always)]
+fn apply_lanes<T: Reducible>(op: ReduceOp, a: &mut [u64; 2], b: &[u64; 2]) {
+    let lanes = 16 / core::mem::size_of::<T>();
+    let (pa, pb) = (a.as_mut_ptr() as *mut T, b.as_ptr() as *const T);
+    for l in 0..lanes {
+        // SAFETY: the 16 bytes of `a` and of `b` hold `lanes` elements, 8-byte
+        // aligned (every element type's alignment divides 8).
+        unsafe { *pa.add(l) = T::apply(op, *pa.add(l), *pb.add(l)) };
     }
 }
 
@@ -131,19 +137,16 @@ macro_rules! float_reducible {
             $(
             #[inline(always)]
             fn apply_16(op: ReduceOp, a: &mut [u64; 2], b: &[u64; 2]) {
-                if cfg!(target_arch = "nvptx64") && op == ReduceOp::Sum {
-                    for w in 0..2 {
-                        let (lo, hi) = ($packed(a[w] as u32, b[w] as u32), $packed((a[w] >> 32) as u32, (b[w] >> 32) as u32));
-                        a[w] = (hi as u64) << 32 | lo as u64;
+                #[cfg(target_arch = "nvptx64")]
+                if op == ReduceOp::Sum {
+                    for w in a.iter_mut().zip(b) {
+                        let (x, y) = (*w.0, *w.1);
+                        let (lo, hi) = ($packed(x as u32, y as u32), $packed((x >> 32) as u32, (y >> 32) as u32));
+                        *w.0 = (hi as u64) << 32 | lo as u64;
                     }
                     return;
                 }
-                let lanes = 16 / core::mem::size_of::<Self>();
-                let (pa, pb) = (a.as_mut_ptr() as *mut Self, b.as_ptr() as *const Self);
-                for l in 0..lanes {
-                    // SAFETY: as in the trait's default.
-                    unsafe { *pa.add(l) = Self::apply(op, *pa.add(l), *pb.add(l)) };
-                }
+                apply_lanes::<Self>(op, a, b)
             }
             )?
             #[inline(always)]
@@ -187,50 +190,30 @@ float_reducible!(Bf16, Bf16, Bf16::to_f32, Bf16::from_f32, packed_sum = bf16x2_s
 
 /// `a + b` on two packed bf16 pairs: `fma.rn.bf16x2 d, a, 1.0, b` (PTX ISA
 /// 9.7.4.6 "fma" (half precision), sm_80+; `add.bf16x2` would need sm_90).
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn bf16x2_sum(a: u32, b: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let d: u32;
-        // SAFETY: register-only arithmetic.
-        unsafe {
-            core::arch::asm!("fma.rn.bf16x2 {d}, {a}, {one}, {b};", d = out(reg32) d, a = in(reg32) a,
-                one = in(reg32) 0x3F80_3F80u32, b = in(reg32) b, options(pure, nomem, nostack))
-        };
-        d
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let (lo, hi) = (
-            Bf16::apply(ReduceOp::Sum, Bf16(a as u16), Bf16(b as u16)),
-            Bf16::apply(ReduceOp::Sum, Bf16((a >> 16) as u16), Bf16((b >> 16) as u16)),
-        );
-        (hi.0 as u32) << 16 | lo.0 as u32
-    }
+    let d: u32;
+    // SAFETY: register-only arithmetic.
+    unsafe {
+        core::arch::asm!("fma.rn.bf16x2 {d}, {a}, {one}, {b};", d = out(reg32) d, a = in(reg32) a,
+            one = in(reg32) 0x3F80_3F80u32, b = in(reg32) b, options(pure, nomem, nostack))
+    };
+    d
 }
 
 /// `a + b` on two packed f16 pairs: `add.rn.f16x2` (PTX ISA 9.7.4.1 "add"
 /// (half precision), sm_53+).
+#[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn f16x2_sum(a: u32, b: u32) -> u32 {
-    #[cfg(target_arch = "nvptx64")]
-    {
-        let d: u32;
-        // SAFETY: register-only arithmetic.
-        unsafe {
-            core::arch::asm!("add.rn.f16x2 {d}, {a}, {b};", d = out(reg32) d, a = in(reg32) a, b = in(reg32) b,
-                options(pure, nomem, nostack))
-        };
-        d
-    }
-    #[cfg(not(target_arch = "nvptx64"))]
-    {
-        let (lo, hi) = (
-            F16::apply(ReduceOp::Sum, F16(a as u16), F16(b as u16)),
-            F16::apply(ReduceOp::Sum, F16((a >> 16) as u16), F16((b >> 16) as u16)),
-        );
-        (hi.0 as u32) << 16 | lo.0 as u32
-    }
+    let d: u32;
+    // SAFETY: register-only arithmetic.
+    unsafe {
+        core::arch::asm!("add.rn.f16x2 {d}, {a}, {b};", d = out(reg32) d, a = in(reg32) a, b = in(reg32) b,
+            options(pure, nomem, nostack))
+    };
+    d
 }
 
 /// IEEE 754 binary16, stored as its bits.
