@@ -12,13 +12,16 @@ use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::{LaunchConfig, Shmem};
 
-/// Blocks of the default grid: one per 64 KiB, 1..=`max` (`--max-grid`,
-/// default 4224). NVSHMEM's put_bw caps at 1056 (8 × 132 SMs); at 1 GiB on
-/// the H200 both libraries copy faster with 4224 blocks of 256 KiB (ours
-/// 96.0% of cuMemcpy against 86.6% at 1056; NVSHMEM's 95.4% against 82.4%,
-/// bench/RESULTS.md), so this tool uses 4224 unless told otherwise.
+/// Blocks of the default grid: one per 16 KiB (one 16-byte access per
+/// thread of a 1024-thread block), 1..=`max` (`--max-grid`, default 4224).
+/// One per 64 KiB (until 2026-12-06) left most SMs idle below 64 MiB (16
+/// blocks at 1 MiB) and reached only 0.74-0.91 of cuMemcpy there. NVSHMEM's
+/// put_bw caps at 1056 (8 × 132 SMs); at 1 GiB on the H200 both libraries copy
+/// faster with 4224 blocks (ours 96.0% of cuMemcpy against 86.6% at 1056;
+/// NVSHMEM's 95.4% against 82.4%, bench/RESULTS.md), so this tool uses 4224
+/// unless told otherwise.
 pub fn default_blocks(size: u64, max: u32) -> u32 {
-    (size / (64 << 10)).clamp(1, max.max(1) as u64) as u32
+    (size / (16 << 10)).clamp(1, max.max(1) as u64) as u32
 }
 
 /// Bytes of each of the two buffers for `o`'s sizes.

@@ -72,7 +72,7 @@ pub struct Opts {
     pub max_size: u64,
     /// Scopes of the bandwidth kernels, each once.
     pub scopes: Vec<Scope>,
-    /// `--grid`: blocks of every bandwidth launch (else one per 64 KiB, up to `max_grid`).
+    /// `--grid`: blocks of every bandwidth launch (else one per 16 KiB, up to `max_grid`).
     pub grid: Option<u32>,
     /// `--max-grid`: the most blocks of the default bandwidth grid (4224; NVSHMEM's put_bw and
     /// bench/nvshmem/perf.cu use 1056).
@@ -226,7 +226,7 @@ struct Cli {
     // A full path: clap takes a bare `Vec` for a repeatable option.
     #[arg(long = "scope", value_name = "LIST", default_value = "block", value_parser = scopes)]
     scopes: std::vec::Vec<Scope>,
-    /// Blocks of every bandwidth launch [default: one per 64 KiB, up to --max-grid]
+    /// Blocks of every bandwidth launch [default: one per 16 KiB, up to --max-grid]
     #[arg(long, value_name = "N")]
     grid: Option<u32>,
     /// The most blocks of the default bandwidth grid (NVSHMEM's put_bw uses 1056)
