@@ -11,7 +11,7 @@
 # the ping-pong at 16 placements of its words),
 # nvshmem (NVSHMEM's ping-pong, its placement sweep and barrier in the same call, when its build
 # script finds the package), ncu (Nsight Compute profiles of the one-kernel
-# ping-pong: library put_signal, hand-written release/acquire, library signal_op),
+# ping-pong: library put_signal, hand-written release/acquire, library signal_op, signal_op_relaxed),
 # ncu-engine (the same ping-pong on the NVSHMEM engine, modes 0, 7 and 10, beside NVSHMEM's
 # own ping-pong kernels: SASS with stall samples as CSV; not in the default set),
 # nvshmem-engine (the ring, moe and halo examples built for the NVSHMEM engine,
@@ -21,7 +21,8 @@
 # own bench/nvshmem/perf.cu; put/get bandwidth 8 B-1 GiB with the memcpy baseline, put_signal and
 # signal ping-pong, barrier on 1 PE, init; CSVs and bench/compare.py's three-way tables in the
 # logs, round 1's brief table printed; about 1-2 minutes, at most ~300 s; not in the default set),
-# collective (issue 17: gpushmem-perf collective on 2, 4, 8 PEs up to 256 MiB with the bound, put-bw,
+# collective (issue 17: gpushmem-perf collective on 2, 4, 8 PEs up to 256 MiB with the bound, 8 PEs up to
+# 1 MiB with --graph, put-bw,
 # the allreduce example on 8 PEs; about 3-5 minutes; not in the default set),
 # sanitize (compute-sanitizer memcheck, racecheck and synccheck over the
 # quick-mode suite, scripts/sanitize.sh; not in the default set: it needs
@@ -113,6 +114,9 @@ if has collective; then
   for n in 2 4 8; do
     step "collective-${n}pe" 150 ./gpushmem-perf collective --npes "$n" --coll-max-size 256m --csv "$logs/collective-${n}pe.csv"
   done
+  # The small sizes again with each timed span's calls in a CUDA graph: the device's time per call
+  # without the driver's serialized launches of eight PE threads sharing one context.
+  step collective-8pe-graph 120 ./gpushmem-perf collective --npes 8 --coll-max-size 1m --graph --csv "$logs/collective-8pe-graph.csv"
   step put-bw 120 ./gpushmem-perf put-bw --csv "$logs/put-bw.csv"
   step example-allreduce-8 90 ./allreduce 8
 fi
@@ -190,7 +194,7 @@ if has ncu; then
     # The one-kernel ping-pong's timed launch of mode 0 (library put_signal_nbi),
     # 5 (hand-written release/acquire) and 7 (library signal_op): with
     # --warmup 3 --reps 1 every mode launches 4 times, its timed one last.
-    for mode in 0 5 7; do
+    for mode in 0 5 7 10; do
       step "ncu-mode$mode" 120 "$ncu" --clock-control none --kernel-name pingpong_blocks --launch-skip $((4 * mode + 3)) --launch-count 1 \
         --section WarpStateStats --section SourceCounters --section LaunchStats \
         --export "$logs/pingpong-mode$mode" --force-overwrite \

@@ -12,7 +12,7 @@
 //   cudaSetDevice(0); cudaFree(0)) and of nvshmem_malloc(1 GiB), in ms.
 // - put-bw / get-bw: PE 0 moves S bytes from a symmetric src to a symmetric dst
 //   on itself with nvshmemx_putmem_nbi_block / nvshmemx_getmem_nbi_block
-//   (grid = clamp(S / 16 KiB, 1, 1056) blocks x 1024 threads, each block its
+//   (grid = default_grid(S): gpushmem-perf's rule capped at 1056, blocks x 1024 threads, each block its
 //   16-byte-aligned share), then nvshmem_quiet in the kernel; beside it
 //   cudaMemcpyAsync DtoD of the same S on the same stream. GB/s = S / time.
 // - pingpong: two blocks of one kernel (thread 0 of each) ping-pong 10^4 round
@@ -67,6 +67,16 @@
             exit(1);                                                                           \
         }                                                                                      \
     } while (0)
+
+// The default grid of the bandwidth tests, gpushmem-perf's rule (bench/perf/bandwidth.rs
+// default_blocks): one block per 16 KiB below 1 MiB, 64..128 blocks to 64 MiB, then one
+// per 64 KiB; capped at 1056 (NVSHMEM's put_bw) unless --grid is given.
+static unsigned default_grid(uint64_t size) {
+    uint64_t b = size < (1u << 20) ? size / (16 << 10)
+                 : size <= (64ull << 20) ? std::min<uint64_t>(std::max<uint64_t>(size / (64 << 10), 64), 128)
+                                         : size / (64 << 10);
+    return (unsigned)std::min<uint64_t>(std::max<uint64_t>(b, 1), 1056);
+}
 
 static void fail(const char *what) {
     fprintf(stderr, "nvshmem-perf: %s\n", what);
@@ -373,7 +383,7 @@ static void bandwidth(const Opts &o, bool get, int pe, cudaStream_t s, char *src
         size_t n = o.max_size;
         CUDA_CHECK(cudaMemsetAsync(src, 0x5a, n, s));
         CUDA_CHECK(cudaMemsetAsync(dst, 0x00, n, s));
-        unsigned blocks = o.grid ? o.grid : (unsigned)std::min<uint64_t>(std::max<uint64_t>(n / (16 << 10), 1), 1056);
+        unsigned blocks = o.grid ? o.grid : default_grid(n);
         bw_block<<<blocks, 1024, 0, s>>>(get ? 1 : 0, dst, src, n, pe);
         CUDA_CHECK(cudaGetLastError());
         CUDA_CHECK(cudaStreamSynchronize(s));
@@ -388,7 +398,7 @@ static void bandwidth(const Opts &o, bool get, int pe, cudaStream_t s, char *src
     }
     // Doubling, like gpushmem-perf, so that both sweeps share every size (1 GiB included).
     for (uint64_t size = o.min_size; size <= o.max_size; size *= 2) {
-        unsigned blocks = o.grid ? o.grid : (unsigned)std::min<uint64_t>(std::max<uint64_t>(size / (16 << 10), 1), 1056);
+        unsigned blocks = o.grid ? o.grid : default_grid(size);
         double ours = median_ms(s, o.warmup, o.reps, [&] {
             bw_block<<<blocks, 1024, 0, s>>>(get ? 1 : 0, dst, src, (size_t)size, pe);
             CUDA_CHECK(cudaGetLastError());

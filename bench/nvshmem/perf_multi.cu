@@ -62,7 +62,7 @@ __global__ void pingpong_put_signal_pes(uint64_t *data, uint64_t *sig, uint64_t 
 // ---------------------------------------------------------------- tests
 
 static unsigned grid_for(const Opts &o, uint64_t size) {
-    return o.grid ? o.grid : (unsigned)std::min<uint64_t>(std::max<uint64_t>(size / (16 << 10), 1), 1056);
+    return o.grid ? o.grid : default_grid(size);
 }
 
 // The largest of every PE's `ms`: each PE puts its value into PE 0's slot array.

@@ -12,16 +12,27 @@ use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::{LaunchConfig, Shmem};
 
-/// Blocks of the default grid: one per 16 KiB (one 16-byte access per
-/// thread of a 1024-thread block), 1..=`max` (`--max-grid`, default 4224).
-/// One per 64 KiB (until 2026-12-06) left most SMs idle below 64 MiB (16
-/// blocks at 1 MiB) and reached only 0.74-0.91 of cuMemcpy there. NVSHMEM's
-/// put_bw caps at 1056 (8 × 132 SMs); at 1 GiB on the H200 both libraries copy
-/// faster with 4224 blocks (ours 96.0% of cuMemcpy against 86.6% at 1056;
-/// NVSHMEM's 95.4% against 82.4%, bench/RESULTS.md), so this tool uses 4224
-/// unless told otherwise.
+/// Blocks of the default grid for `size` bytes, 1..=`max` (`--max-grid`,
+/// default 4224): below 1 MiB one per 16 KiB (one 16-byte access per thread
+/// of a 1024-thread block); from 1 MiB to 64 MiB one per 64 KiB held to
+/// 64..=128 blocks (about one per SM); above, one per 64 KiB.
+///
+/// Why, from a grid sweep of the block put on one H100 (2026-12-06,
+/// bench/RESULTS.md "put-bw grid"): between 1 and 64 MiB 64–128 blocks
+/// copied at 0.84–1.01 of cuMemcpy, while one block per 16 KiB fell to
+/// 0.53 at 16 MiB and 1056 blocks to 0.39–0.76 (every block pays its
+/// `quiet_block` and start-up, which small chunks do not hide), and the earlier
+/// one per 64 KiB gave 16 blocks at 1 MiB (0.74). From 128 MiB one per 64 KiB
+/// reached ≥ 0.95, and at 1 GiB 4224 blocks beat 1056 (ours 96.0% of
+/// cuMemcpy against 86.6%; NVSHMEM's 95.4% against 82.4%). NVSHMEM's put_bw
+/// caps at 1056 blocks. bench/nvshmem/perf.cu uses the same rule (capped at 1056).
 pub fn default_blocks(size: u64, max: u32) -> u32 {
-    (size / (16 << 10)).clamp(1, max.max(1) as u64) as u32
+    let blocks = match size {
+        s if s < 1 << 20 => s / (16 << 10),
+        s if s <= 64 << 20 => (s / (64 << 10)).clamp(64, 128),
+        s => s / (64 << 10),
+    };
+    blocks.clamp(1, max.max(1) as u64) as u32
 }
 
 /// Bytes of each of the two buffers for `o`'s sizes.

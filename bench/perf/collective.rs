@@ -18,11 +18,18 @@
 //! traffic shares that memory. `M` per algorithm (n PEs, size s):
 //! allreduce one-shot (below 256 KiB) `(n + 1) s`, two-shot `2 s + (n − 1) s / n`;
 //! fcollect and alltoall `2 n s`.
+//!
+//! With `--graph` each PE captures the back-to-back calls of a timed span in a
+//! CUDA graph once and times the graph's launch (nccl-tests' `-G`); the rows
+//! are named `<test>_graph`. With many PEs as threads of one GPU the plain rows
+//! of small sizes measure the driver, which serializes the PEs' kernel
+//! launches into their shared context; the graph rows measure the device.
 
 use crate::common::{config, gbs, human_size, median_ms, median_ms_lined_up, nothing, sizes, BenchResult, Row};
 use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
+use gpushmem::cudarc::driver::{CudaGraph, DriverError};
 use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem};
 use gpushmem_kernels::abi::REDUCE_TWO_SHOT_MIN_BYTES;
 
@@ -93,16 +100,40 @@ struct Meas {
 }
 
 /// Median ms per operation of `per_span` back-to-back `op`s, PEs lined up by a
-/// stream-ordered barrier before each timed span.
+/// stream-ordered barrier before each timed span; with `--graph` the span is
+/// one launch of a CUDA graph that holds the `per_span` calls.
 fn time_op(shmem: &Shmem, o: &Opts, size: u64, mut op: impl FnMut() -> gpushmem::Result<()>) -> gpushmem::Result<f64> {
     let per_span = ((16u64 << 20) / size.max(1)).clamp(1, 16);
-    let ms = median_ms_lined_up(shmem, o, || {
-        for _ in 0..per_span {
-            op()?;
-        }
-        Ok(())
-    })?;
+    let ms = if o.graph {
+        let graph = capture(shmem, || (0..per_span).try_for_each(|_| op()))?;
+        median_ms_lined_up(shmem, o, || graph.launch().map_err(|e| cuda("cuGraphLaunch", e)))?
+    } else {
+        median_ms_lined_up(shmem, o, || (0..per_span).try_for_each(|_| op()))?
+    };
     Ok(ms / per_span as f64)
+}
+
+/// What `calls` enqueues on this PE's stream, captured (thread-local mode: the
+/// other PE threads go on) and instantiated as a CUDA graph.
+fn capture(shmem: &Shmem, calls: impl FnOnce() -> gpushmem::Result<()>) -> gpushmem::Result<CudaGraph> {
+    use gpushmem::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+    let s = shmem.stream();
+    s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        .map_err(|e| cuda("cuStreamBeginCapture", e))?;
+    let enqueued = calls();
+    // The capture ends whatever `calls` returned, so the stream is usable again.
+    let graph = s.end_capture(CUgraphInstantiate_flags(0)).map_err(|e| cuda("cuStreamEndCapture", e));
+    enqueued?;
+    graph?.ok_or_else(|| {
+        cuda(
+            "cuStreamEndCapture",
+            DriverError(gpushmem::cudarc::driver::sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
+        )
+    })
+}
+
+fn cuda(call: &str, source: DriverError) -> gpushmem::Error {
+    gpushmem::Error::Cuda { call: call.into(), source }
 }
 
 fn allreduce<T: Elem>(
@@ -232,9 +263,11 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
         // Bound: every sharing PE's traffic through one memory at 2 R bytes/s.
         let bound_ms = sharing * traffic / (2.0 * memcpy_gbs * 1e6);
         let alg = gbs(bytes, ms);
-        rows.push(Row::new(m.test, m.size, alg, Some(gbs(bytes, bound_ms)), "GB/s"));
-        rows.push(Row::new(format!("{}_busbw", m.test), m.size, alg * bus, None, "GB/s"));
-        rows.push(Row::new(format!("{}_traffic", m.test), m.size, traffic, None, "B/PE through memory"));
+        let test = if o.graph { format!("{}_graph", m.test) } else { m.test.to_string() };
+        rows.push(Row::new(&test, m.size, alg, Some(gbs(bytes, bound_ms)), "GB/s"));
+        rows.push(Row::new(format!("{test}_busbw"), m.size, alg * bus, None, "GB/s"));
+        rows.push(Row::new(format!("{test}_traffic"), m.size, traffic, None, "B/PE through memory"));
+        rows.push(Row::new(format!("{test}_time"), m.size, ms * 1e3, None, "us"));
     }
     Ok(rows)
 }

@@ -72,7 +72,7 @@ pub struct Opts {
     pub max_size: u64,
     /// Scopes of the bandwidth kernels, each once.
     pub scopes: Vec<Scope>,
-    /// `--grid`: blocks of every bandwidth launch (else one per 16 KiB, up to `max_grid`).
+    /// `--grid`: blocks of every bandwidth launch (else `bandwidth::default_blocks`: about one per SM from 1 to 64 MiB, up to `max_grid`).
     pub grid: Option<u32>,
     /// `--max-grid`: the most blocks of the default bandwidth grid (4224; NVSHMEM's put_bw and
     /// bench/nvshmem/perf.cu use 1056).
@@ -95,6 +95,9 @@ pub struct Opts {
     pub npes_given: bool,
     /// Largest per-PE size of `collective`.
     pub coll_max_size: u64,
+    /// `--graph`: `collective` captures each timed span's calls in a CUDA graph and times its
+    /// launch (nccl-tests' `-G`): the device time per call without the host's launch cost.
+    pub graph: bool,
     /// `put-bw`/`get-bw`: also both directions at once (PE 0 ↔ PE 1).
     pub bidir: bool,
     /// `pingpong-placement`: positions of the ping-pong's words.
@@ -226,7 +229,7 @@ struct Cli {
     // A full path: clap takes a bare `Vec` for a repeatable option.
     #[arg(long = "scope", value_name = "LIST", default_value = "block", value_parser = scopes)]
     scopes: std::vec::Vec<Scope>,
-    /// Blocks of every bandwidth launch [default: one per 16 KiB, up to --max-grid]
+    /// Blocks of every bandwidth launch [default: one per 16 KiB below 1 MiB, 64-128 to 64 MiB, then one per 64 KiB; at most --max-grid]
     #[arg(long, value_name = "N")]
     grid: Option<u32>,
     /// The most blocks of the default bandwidth grid (NVSHMEM's put_bw uses 1056)
@@ -256,6 +259,10 @@ struct Cli {
     /// Largest per-PE size of collective
     #[arg(long, value_name = "BYTES", default_value = "64m", value_parser = gpushmem::parse_size)]
     coll_max_size: u64,
+    /// collective: capture each timed span's calls in a CUDA graph and time its launch (as
+    /// nccl-tests -G); rows are named <test>_graph
+    #[arg(long)]
+    graph: bool,
     /// pingpong-placement: positions of the ping-pong's words
     #[arg(long, value_name = "N", default_value_t = 16)]
     placements: usize,
@@ -321,6 +328,7 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
         npes: c.npes,
         npes_given,
         coll_max_size: c.coll_max_size,
+        graph: c.graph,
         bidir: c.bidir,
         placements: c.placements,
         csv: c.csv,

@@ -138,6 +138,45 @@ pub fn init_finalize_cycles() -> TestResult {
             let t = trace(20, upto)?;
             println!("  diagnosis: {what}: {} B less after 20 cycles", t.last().copied().unwrap_or(0));
         }
+        // The driver alone: the test module's cubin loaded and dropped through cudarc, no Shmem;
+        // `check_err` shows a failing `cuModuleUnload` (cudarc's drop records it and goes on).
+        // With `func_load`, also `cuFuncLoad` of every kernel, as `load_module` does (lazy loading).
+        if !CUBIN.is_empty() {
+            let entries: Vec<&str> = PTX
+                .lines()
+                .filter_map(|l| l.split(".entry ").nth(1))
+                .filter_map(|n| n.split(['(', ' ']).next())
+                .collect();
+            let load = |func_load: bool| -> Result<(), libtest_mimic::Failed> {
+                let m = ctx
+                    .load_module(gpushmem::cudarc::nvrtc::Ptx::from_binary(CUBIN.to_vec()))
+                    .map_err(|e| format!("{e}"))?;
+                for name in entries.iter().filter(|_| func_load) {
+                    let f = m.load_function(name).map_err(|e| format!("cuModuleGetFunction({name}): {e}"))?;
+                    // SAFETY: a function handle of the module loaded above, which outlives the call.
+                    unsafe { gpushmem::cudarc::driver::sys::cuFuncLoad(f.cu_function()) }
+                        .result()
+                        .map_err(|e| format!("cuFuncLoad: {e}"))?;
+                }
+                drop(m);
+                ctx.check_err().map_err(|e| format!("cuModuleUnload: {e}"))?;
+                Ok(())
+            };
+            for (func_load, what) in
+                [(false, "cudarc cubin load/unload alone"), (true, "the same + cuFuncLoad of every kernel")]
+            {
+                load(func_load)?;
+                let before = free()?;
+                for _ in 0..20 {
+                    load(func_load)?;
+                }
+                println!(
+                    "  diagnosis: {what} ({} kernels): {} B less after 20 cycles",
+                    entries.len(),
+                    before - free()?
+                );
+            }
+        }
         return Err(format!("device memory leaked: {leaked} bytes over {cycles} cycles").into());
     }
     Ok(())
