@@ -198,7 +198,17 @@ unsafe fn combine<T: Reducible>(
         }
         let fold_dest = first > 0;
         if vector {
-            fold_units::<T, true>(&from, count, dest, fold_dest, vector_elems / lanes, 0, op, g);
+            let units = vector_elems / lanes;
+            // Sum, the common case, with the operator a constant: LLVM then drops the
+            // operator dispatch from the loop and unrolls the fold over the batch, so the
+            // loaded units stay in registers. With `op` a run-time value the fold stayed a
+            // rolled loop over units kept in local memory (`STL.128`/`LDL.128` per member
+            // and unit in the SASS of `gpushmem_reduce_bf16`, 2026-12-06).
+            if op == ReduceOp::Sum {
+                fold_units::<T, true>(&from, count, dest, fold_dest, units, 0, ReduceOp::Sum, g);
+            } else {
+                fold_units::<T, true>(&from, count, dest, fold_dest, units, 0, op, g);
+            }
         }
         // The rest (or everything, when unaligned), one element per unit.
         fold_units::<T, false>(&from, count, dest, fold_dest, n - vector_elems, vector_elems, op, g);
