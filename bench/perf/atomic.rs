@@ -1,7 +1,7 @@
 //! `atomic`: remote `atomic_fetch_add` latency and `atomic_add` throughput, PE 0 on PE 1's counters,
 //! every final counter value checked on PE 1.
 
-use crate::common::{config, median_ms, module, nothing, BenchResult, Row};
+use crate::common::{config, cuda, median_ms, module, nothing, BenchResult, Row};
 use crate::engine::job;
 use crate::latency::ITERS;
 use crate::opts::Opts;
@@ -30,7 +30,7 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
         let sms = shmem
             .context()
             .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(|e| gpushmem::Error::Cuda { call: "reading the SM count".into(), source: e })?;
+            .map_err(cuda("reading the SM count"))?;
         let blocks = o.grid.unwrap_or(sms.max(1) as u32);
         let threads = o.block.unwrap_or(1024);
         let n = blocks as usize * threads as usize;

@@ -6,7 +6,7 @@
 //! engine) the job is one PE that moves the bytes between two buffers of its
 //! own heap, to / from itself, as NVSHMEM's one-PE program does.
 
-use crate::common::{gbs, human_size, median_ms, median_ms_lined_up, module, nothing, sizes, BenchResult, Row};
+use crate::common::{cuda, gbs, human_size, median_ms, median_ms_lined_up, module, nothing, sizes, BenchResult, Row};
 use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
@@ -54,11 +54,10 @@ fn shape(o: &Opts, size: u64) -> LaunchConfig {
 
 /// `cuMemsetD8Async` of `bytes` bytes at `ptr` (this PE's heap) on this PE's stream.
 fn memset(shmem: &Shmem, ptr: u64, value: u8, bytes: usize) -> gpushmem::Result<()> {
-    let cu = |e| gpushmem::Error::Cuda { call: "cuMemsetD8Async".into(), source: e };
-    shmem.context().bind_to_thread().map_err(cu)?;
+    shmem.context().bind_to_thread().map_err(cuda("cuMemsetD8Async"))?;
     // SAFETY: the callers pass ranges of this PE's heap.
     unsafe { gpushmem::cudarc::driver::result::memset_d8_async(ptr, value, bytes, shmem.stream().cu_stream()) }
-        .map_err(cu)
+        .map_err(cuda("cuMemsetD8Async"))
 }
 
 /// Byte value the data check fills the source with.
@@ -141,7 +140,7 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
                 unsafe {
                     gpushmem::cudarc::driver::result::memcpy_dtod_async(to, from, size as usize, stream.cu_stream())
                 }
-                .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })?;
+                .map_err(cuda("cuMemcpyDtoDAsync"))?;
             }
             Ok(())
         };

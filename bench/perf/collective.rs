@@ -25,7 +25,7 @@
 //! of small sizes measure the driver, which serializes the PEs' kernel
 //! launches into their shared context; the graph rows measure the device.
 
-use crate::common::{config, gbs, human_size, median_ms, median_ms_lined_up, nothing, sizes, BenchResult, Row};
+use crate::common::{config, cuda, gbs, human_size, median_ms, median_ms_lined_up, nothing, sizes, BenchResult, Row};
 use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
@@ -106,7 +106,7 @@ fn time_op(shmem: &Shmem, o: &Opts, size: u64, mut op: impl FnMut() -> gpushmem:
     let per_span = ((16u64 << 20) / size.max(1)).clamp(1, 16);
     let ms = if o.graph {
         let graph = capture(shmem, || (0..per_span).try_for_each(|_| op()))?;
-        median_ms_lined_up(shmem, o, || graph.launch().map_err(|e| cuda("cuGraphLaunch", e)))?
+        median_ms_lined_up(shmem, o, || graph.launch().map_err(cuda("cuGraphLaunch")))?
     } else {
         median_ms_lined_up(shmem, o, || (0..per_span).try_for_each(|_| op()))?
     };
@@ -118,22 +118,16 @@ fn time_op(shmem: &Shmem, o: &Opts, size: u64, mut op: impl FnMut() -> gpushmem:
 fn capture(shmem: &Shmem, calls: impl FnOnce() -> gpushmem::Result<()>) -> gpushmem::Result<CudaGraph> {
     use gpushmem::cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
     let s = shmem.stream();
-    s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        .map_err(|e| cuda("cuStreamBeginCapture", e))?;
+    s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL).map_err(cuda("cuStreamBeginCapture"))?;
     let enqueued = calls();
     // The capture ends whatever `calls` returned, so the stream is usable again.
-    let graph = s.end_capture(CUgraphInstantiate_flags(0)).map_err(|e| cuda("cuStreamEndCapture", e));
+    let graph = s.end_capture(CUgraphInstantiate_flags(0)).map_err(cuda("cuStreamEndCapture"));
     enqueued?;
     graph?.ok_or_else(|| {
-        cuda(
-            "cuStreamEndCapture",
-            DriverError(gpushmem::cudarc::driver::sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED),
-        )
+        cuda("cuStreamEndCapture")(DriverError(
+            gpushmem::cudarc::driver::sys::CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+        ))
     })
-}
-
-fn cuda(call: &str, source: DriverError) -> gpushmem::Error {
-    gpushmem::Error::Cuda { call: call.into(), source }
 }
 
 fn allreduce<T: Elem>(
@@ -293,7 +287,7 @@ fn memcpy_rate(shmem: &Shmem, o: &Opts) -> gpushmem::Result<f64> {
                     s.cu_stream(),
                 )
             }
-            .map_err(|e| gpushmem::Error::Cuda { call: "cuMemcpyDtoDAsync".into(), source: e })
+            .map_err(cuda("cuMemcpyDtoDAsync"))
         })?;
         rate = gbs(MEMCPY_BYTES as f64, ms);
     }

@@ -55,7 +55,7 @@ pub fn median_ms(
     mut pre: impl FnMut() -> gpushmem::Result<()>,
     mut f: impl FnMut() -> gpushmem::Result<()>,
 ) -> gpushmem::Result<f64> {
-    let cu = |e| gpushmem::Error::Cuda { call: "recording or reading a timing event".into(), source: e };
+    let cu = cuda("recording or reading a timing event");
     for _ in 0..warmup {
         pre()?;
         f()?;
@@ -92,6 +92,11 @@ pub fn median_ms_lined_up(
         return median_ms(s, o.warmup, o.reps, nothing, f);
     }
     median_ms(s, o.warmup, o.reps, || shmem.barrier_all_on_stream(s), f)
+}
+
+/// Wraps a driver error as `gpushmem::Error::Cuda` naming `call` (for `map_err`).
+pub fn cuda(call: &'static str) -> impl Fn(gpushmem::cudarc::driver::DriverError) -> gpushmem::Error + Copy {
+    move |source| gpushmem::Error::Cuda { call: call.into(), source }
 }
 
 /// No-op `pre` for [`median_ms`].
