@@ -90,7 +90,7 @@ pub use launch::{KernelArg, KernelArgs};
 pub use logging::init as init_logging;
 pub use module::{Kernel, Module};
 pub use nvshmem::Engine;
-pub use shmem::{Shmem, BUILTIN_PTX};
+pub use shmem::{Shmem, BUILTIN_CUBIN, BUILTIN_PTX};
 pub use team::Team;
 pub use threads::Threads;
 

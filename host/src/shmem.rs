@@ -520,8 +520,9 @@ struct Parts {
 /// The built-in kernels' PTX (host/builtin, built by host/build.rs); public for tools that check PTX.
 pub const BUILTIN_PTX: &str = include_str!(env!("GPUSHMEM_PTX_GPUSHMEM_BUILTIN_KERNELS"));
 
-/// The built-in kernels assembled for the build's GPU architecture (empty without ptxas at build time).
-const BUILTIN_CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_BUILTIN_KERNELS"));
+/// The built-in kernels assembled for the build's GPU architecture (empty without ptxas at build time,
+/// when [`BUILTIN_PTX`] is JIT-compiled instead); public for tools that measure what loading them costs.
+pub const BUILTIN_CUBIN: &[u8] = include_bytes!(env!("GPUSHMEM_CUBIN_GPUSHMEM_BUILTIN_KERNELS"));
 
 fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMap, teams: &TeamTable) -> State {
     State {

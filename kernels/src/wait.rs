@@ -51,28 +51,36 @@ pub(crate) fn spin<R>(step: impl FnMut() -> Option<R>, report: impl Fn(u64)) -> 
 /// Spins until `step` returns `Some`; no ordering (callers acquire).
 /// `Err(timeout_ns)` once the state's timeout has passed without success.
 ///
+/// The clock is read only between rounds of [`POLLS_PER_CLOCK_READ`] polls,
+/// in an outer loop: with the check inside the poll loop (behind `n % 64`),
+/// ptxas read `%globaltimer` (`CS2R`) on every poll anyway, and a wait that
+/// succeeds quickly paid a clock read and a state load before its second
+/// poll (SASS of `pingpong_blocks`, 2026-12-06). The timeout therefore counts
+/// from the end of the first round, microseconds after the wait began.
+///
 /// The caller reports the timeout, not a closure called in here: LLVM does
 /// not inline a call on this cold path, so a report closure's captures were
 /// built in local memory before every wait (five `st.local` per wait, seen
 /// in the Nsight Compute profile of the ping-pong).
 #[inline(always)]
 fn poll<R>(mut step: impl FnMut() -> Option<R>) -> Result<R, u64> {
-    if let Some(r) = step() {
-        return Ok(r);
-    }
-    let timeout = state().timeout_ns;
-    let start = ptx::global_timer_ns();
-    let mut n = 0u32;
+    let mut start = None;
     loop {
-        if let Some(r) = step() {
-            return Ok(r);
+        let mut n = 0u32;
+        while n < POLLS_PER_CLOCK_READ {
+            if let Some(r) = step() {
+                return Ok(r);
+            }
+            n += 1;
         }
-        n = n.wrapping_add(1);
-        if timeout != 0
-            && n.is_multiple_of(POLLS_PER_CLOCK_READ)
-            && ptx::global_timer_ns().wrapping_sub(start) > timeout
-        {
-            return Err(timeout);
+        let timeout = state().timeout_ns;
+        if timeout != 0 {
+            let now = ptx::global_timer_ns();
+            match start {
+                None => start = Some(now),
+                Some(s) if now.wrapping_sub(s) > timeout => return Err(timeout),
+                Some(_) => {}
+            }
         }
     }
 }
