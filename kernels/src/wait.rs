@@ -51,12 +51,14 @@ pub(crate) fn spin<R>(step: impl FnMut() -> Option<R>, report: impl Fn(u64)) -> 
 /// Spins until `step` returns `Some`; no ordering (callers acquire).
 /// `Err(timeout_ns)` once the state's timeout has passed without success.
 ///
-/// The clock is read only between rounds of [`POLLS_PER_CLOCK_READ`] polls,
-/// in an outer loop: with the check inside the poll loop (behind `n % 64`),
-/// ptxas read `%globaltimer` (`CS2R`) on every poll anyway, and a wait that
-/// succeeds quickly paid a clock read and a state load before its second
-/// poll (SASS of `pingpong_blocks`, 2026-12-06). The timeout therefore counts
-/// from the end of the first round, microseconds after the wait began.
+/// Every [`POLLS_PER_CLOCK_READ`] polls the loop calls [`clock_check`], a
+/// function kept out of line: with the clock read inline behind `n % 64`,
+/// ptxas read `%globaltimer` (`CS2R`) on every poll anyway (if-conversion),
+/// and a wait paid a clock read and a state load before its second poll
+/// (SASS of `pingpong_blocks`, 2026-12-06); an inner loop of 64 polls instead
+/// was unrolled 64 times at every wait, growing the test binaries by 12 MB.
+/// Now the poll is a load, a compare, a count and two branches. The timeout
+/// counts from the first check, 64 polls (microseconds) after the wait began.
 ///
 /// The caller reports the timeout, not a closure called in here: LLVM does
 /// not inline a call on this cold path, so a report closure's captures were
@@ -64,25 +66,38 @@ pub(crate) fn spin<R>(step: impl FnMut() -> Option<R>, report: impl Fn(u64)) -> 
 /// in the Nsight Compute profile of the ping-pong).
 #[inline(always)]
 fn poll<R>(mut step: impl FnMut() -> Option<R>) -> Result<R, u64> {
-    let mut start = None;
+    let mut start = 0u64;
+    let mut n = 0u32;
     loop {
-        let mut n = 0u32;
-        while n < POLLS_PER_CLOCK_READ {
-            if let Some(r) = step() {
-                return Ok(r);
-            }
-            n += 1;
+        if let Some(r) = step() {
+            return Ok(r);
         }
-        let timeout = state().timeout_ns;
-        if timeout != 0 {
-            let now = ptx::global_timer_ns();
-            match start {
-                None => start = Some(now),
-                Some(s) if now.wrapping_sub(s) > timeout => return Err(timeout),
-                Some(_) => {}
+        n = n.wrapping_add(1);
+        if n.is_multiple_of(POLLS_PER_CLOCK_READ) {
+            let (s, expired) = clock_check(start);
+            if expired != 0 {
+                return Err(expired);
             }
+            start = s;
         }
     }
+}
+
+/// The timeout check of [`poll`]: with `start == 0` (the first check) reads
+/// the clock as the start; returns the start and, once more than the state's
+/// `timeout_ns` have passed since it, that timeout (else 0; a timeout of 0
+/// never expires).
+#[inline(never)]
+fn clock_check(start: u64) -> (u64, u64) {
+    let timeout = state().timeout_ns;
+    if timeout == 0 {
+        return (start, 0);
+    }
+    let now = ptx::global_timer_ns();
+    if start == 0 {
+        return (now, 0);
+    }
+    (start, if now.wrapping_sub(start) > timeout { timeout } else { 0 })
 }
 
 /// What a timed-out single-word wait prints (see [`timed_out`]): the call,
