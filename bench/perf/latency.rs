@@ -158,8 +158,10 @@ pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
 }
 
 /// Modes of `pingpong-placement`: no ordering (relaxed, volatile), the
-/// hand-written release/acquire, the library's `signal_op` and `put_signal_nbi`.
-const PLACEMENT_MODES: [u32; 5] = [1, 8, 5, 7, 0];
+/// hand-written release/acquire, the library's `signal_op`, `put_signal_nbi`
+/// and `signal_op_relaxed` (the like-for-like of NVSHMEM's `signal_op`
+/// ping-pong, whose C++ program measures the same placements).
+const PLACEMENT_MODES: [u32; 6] = [1, 8, 5, 7, 0, 10];
 
 /// How much the ping-pong depends on where its words are: each mode of
 /// [`PLACEMENT_MODES`] between two blocks of one PE (NVSHMEM's shape, as

@@ -238,8 +238,10 @@ struct Cli {
     /// Threads per block of the bandwidth and throughput launches [default: 1024]
     #[arg(long, value_name = "N")]
     block: Option<u32>,
-    /// Launches per timed span of the bandwidth tests
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// Launches (and cuMemcpys) per timed span of the bandwidth tests: with one, a
+    /// span of a few MiB or less times the launch more than the copy (as nccl-tests
+    /// and NVSHMEM's perftest, the default times many); bench/nvshmem/perf.cu times one
+    #[arg(long, value_name = "N", default_value_t = 20)]
     iters: u32,
     /// Timed runs per figure (the median is reported)
     #[arg(long, value_name = "N", default_value_t = 10)]
