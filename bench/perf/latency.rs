@@ -51,12 +51,12 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 }
 
 /// Rows of `gpushmem-perf scopes`: each ordering choice of the ping-pong kernel
-/// `pingpong_mode` (modes 0-10, see its doc), µs per round trip. Mode 0 (the
+/// `pingpong_mode` (modes 0-12, see its doc), µs per round trip. Mode 0 (the
 /// library's `put_signal_nbi` + `signal_wait_until`) is also `pingpong`'s row;
 /// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`,
 /// and so does mode 10 (`signal_op_relaxed` + `signal_wait_until_relaxed`, the
 /// same unordered semantics as NVSHMEM's).
-const MODES: [&str; 11] = [
+const MODES: [&str; 13] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -68,6 +68,8 @@ const MODES: [&str; 11] = [
     "pingpong_mode_8_volatile_floor",
     "pingpong_mode_9_release_gpu_poll_gpu_ld_acquire_gpu",
     "signal_relaxed_pingpong",
+    "pingpong_mode_11_pretranslated_signal_relaxed_wait",
+    "pingpong_mode_12_relaxed_signal_volatile_poll",
 ];
 
 /// How a ping-pong kernel runs: `pingpong_mode` between two PEs (one block
@@ -160,8 +162,9 @@ pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
 /// Modes of `pingpong-placement`: no ordering (relaxed, volatile), the
 /// hand-written release/acquire, the library's `signal_op`, `put_signal_nbi`
 /// and `signal_op_relaxed` (the like-for-like of NVSHMEM's `signal_op`
-/// ping-pong, whose C++ program measures the same placements).
-const PLACEMENT_MODES: [u32; 6] = [1, 8, 5, 7, 0, 10];
+/// ping-pong, whose C++ program measures the same placements), and the two
+/// halves of the last (modes 11 and 12: which half costs what).
+const PLACEMENT_MODES: [u32; 8] = [1, 8, 5, 7, 0, 10, 11, 12];
 
 /// How much the ping-pong depends on where its words are: each mode of
 /// [`PLACEMENT_MODES`] between two blocks of one PE (NVSHMEM's shape, as

@@ -168,7 +168,11 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// style; a floor, not a valid protocol);
 /// 9 as 5, but polling with `ld.relaxed.gpu` instead of `ld.relaxed.sys`;
 /// 10 library `signal_op_relaxed` (SET, no payload) +
-/// `signal_wait_until_relaxed` (NVSHMEM's unordered `signal_op` semantics).
+/// `signal_wait_until_relaxed` (NVSHMEM's unordered `signal_op` semantics);
+/// 11 as 10, but the signal an `st.volatile` to the peer address translated
+/// once before the loop (the library's wait, no per-hop translation);
+/// 12 as 10, but the wait a bare `ld.volatile` poll (the library's signal, no
+/// bounded wait). 11 and 12 split mode 10's cost over its two halves.
 ///
 /// Mode 0 sends `payload[1]`, which it writes once before the loop, so that
 /// the time is the put's and not the caller's rewrite of its source (measured:
@@ -227,6 +231,8 @@ unsafe fn pingpong_dispatch(first: bool, e: PingPongEnds, base: u64, iters: u32,
         8 => pingpong_side::<8>(first, e, base, iters),
         9 => pingpong_side::<9>(first, e, base, iters),
         10 => pingpong_side::<10>(first, e, base, iters),
+        11 => pingpong_side::<11>(first, e, base, iters),
+        12 => pingpong_side::<12>(first, e, base, iters),
         _ => core::arch::nvptx::trap(),
     }
 }
@@ -258,14 +264,14 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
             shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
             return;
         }
-        if mode == 10 {
+        if mode == 10 || mode == 11 {
             shmem::signal_wait_until_relaxed(sig, shmem::Cmp::Ge, v);
             return;
         }
         loop {
             let x: u64;
             match mode {
-                8 => asm!("ld.volatile.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
+                8 | 12 => asm!("ld.volatile.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
                 9 => asm!("ld.relaxed.gpu.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
                 _ => asm!("ld.relaxed.sys.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig),
             }
@@ -296,8 +302,12 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
             shmem::signal_op(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
             return;
         }
-        if mode == 10 {
+        if mode == 10 || mode == 12 {
             shmem::signal_op_relaxed(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            return;
+        }
+        if mode == 11 {
+            asm!("st.volatile.global.u64 [{p}], {v};", p = in(reg64) rsig, v = in(reg64) v);
             return;
         }
         if mode == 8 {
