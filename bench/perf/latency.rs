@@ -51,12 +51,12 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 }
 
 /// Rows of `gpushmem-perf scopes`: each ordering choice of the ping-pong kernel
-/// `pingpong_mode` (modes 0-12, see its doc), µs per round trip. Mode 0 (the
+/// `pingpong_mode` (modes 0-14, see its doc), µs per round trip. Mode 0 (the
 /// library's `put_signal_nbi` + `signal_wait_until`) is also `pingpong`'s row;
 /// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`,
 /// and so does mode 10 (`signal_op_relaxed` + `signal_wait_until_relaxed`, the
 /// same unordered semantics as NVSHMEM's).
-const MODES: [&str; 13] = [
+const MODES: [&str; 15] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -70,6 +70,8 @@ const MODES: [&str; 13] = [
     "signal_relaxed_pingpong",
     "pingpong_mode_11_pretranslated_signal_relaxed_wait",
     "pingpong_mode_12_relaxed_signal_volatile_poll",
+    "signal_relaxed_peer_pingpong",
+    "signal_peer_pingpong",
 ];
 
 /// How a ping-pong kernel runs: `pingpong_mode` between two PEs (one block
@@ -128,22 +130,13 @@ fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32], placements: usize) -> B
 /// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
 /// With `--one-pe`: between two blocks of PE 0, and `signal_pingpong` (mode 7,
 /// `signal_op` SET without payload) beside it, as NVSHMEM's one-PE program measures both;
-/// both shapes also `signal_relaxed_pingpong` (mode 10, `signal_op_relaxed`).
+/// both shapes also `signal_relaxed_pingpong` (mode 10, `signal_op_relaxed`) and
+/// `signal_relaxed_peer_pingpong` (mode 13, the same through a `PeerSignal`).
 pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
-    if o.one_pe {
-        let us = pingpong_modes(o, Sides::TwoBlocks, &[0, 7, 10], 1)?;
-        return Ok(vec![
-            Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip"),
-            Row::new("signal_pingpong", 8, us[1][0], None, "us/round trip"),
-            Row::new("signal_relaxed_pingpong", 8, us[2][0], None, "us/round trip"),
-        ]);
-    }
-    let us = pingpong_modes(o, Sides::TwoPes, &[0, 7, 10], 1)?;
-    Ok(vec![
-        Row::new("put_signal_pingpong", 8, us[0][0], None, "us/round trip"),
-        Row::new("signal_pingpong", 8, us[1][0], None, "us/round trip"),
-        Row::new("signal_relaxed_pingpong", 8, us[2][0], None, "us/round trip"),
-    ])
+    let sides = if o.one_pe { Sides::TwoBlocks } else { Sides::TwoPes };
+    let names = ["put_signal_pingpong", "signal_pingpong", "signal_relaxed_pingpong", "signal_relaxed_peer_pingpong"];
+    let us = pingpong_modes(o, sides, &[0, 7, 10, 13], 1)?;
+    Ok(names.iter().zip(&us).map(|(&name, us)| Row::new(name, 8, us[0], None, "us/round trip")).collect())
 }
 
 /// What each ordering choice costs in a signal ping-pong: every mode of [`MODES`].
@@ -163,8 +156,9 @@ pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
 /// hand-written release/acquire, the library's `signal_op`, `put_signal_nbi`
 /// and `signal_op_relaxed` (the like-for-like of NVSHMEM's `signal_op`
 /// ping-pong, whose C++ program measures the same placements), and the two
-/// halves of the last (modes 11 and 12: which half costs what).
-const PLACEMENT_MODES: [u32; 8] = [1, 8, 5, 7, 0, 10, 11, 12];
+/// halves of the last (modes 11 and 12: which half costs what), and the
+/// relaxed and ordered signals through a `PeerSignal` (modes 13 and 14).
+const PLACEMENT_MODES: [u32; 10] = [1, 8, 5, 7, 0, 10, 11, 12, 13, 14];
 
 /// How much the ping-pong depends on where its words are: each mode of
 /// [`PLACEMENT_MODES`] between two blocks of one PE (NVSHMEM's shape, as

@@ -172,7 +172,10 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// 11 as 10, but the signal an `st.volatile` to the peer address translated
 /// once before the loop (the library's wait, no per-hop translation);
 /// 12 as 10, but the wait a bare `ld.volatile` poll (the library's signal, no
-/// bounded wait). 11 and 12 split mode 10's cost over its two halves.
+/// bounded wait). 11 and 12 split mode 10's cost over its two halves;
+/// 13 as 10 through a [`shmem::PeerSignal`] made before the loop
+/// (`signal_op_relaxed` without the per-call translation);
+/// 14 as 7 through a [`shmem::PeerSignal`] (the ordered `signal_op`).
 ///
 /// Mode 0 sends `payload[1]`, which it writes once before the loop, so that
 /// the time is the put's and not the caller's rewrite of its source (measured:
@@ -233,6 +236,8 @@ unsafe fn pingpong_dispatch(first: bool, e: PingPongEnds, base: u64, iters: u32,
         10 => pingpong_side::<10>(first, e, base, iters),
         11 => pingpong_side::<11>(first, e, base, iters),
         12 => pingpong_side::<12>(first, e, base, iters),
+        13 => pingpong_side::<13>(first, e, base, iters),
+        14 => pingpong_side::<14>(first, e, base, iters),
         _ => core::arch::nvptx::trap(),
     }
 }
@@ -258,13 +263,15 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
     let rpay = shmem::ptr(e.dest, e.pe);
     let rsig = shmem::ptr(e.peer_sig, e.pe);
     let sig = e.my_sig;
+    // Modes 13 and 14: the peer's signal word translated once, here.
+    let peer = shmem::peer_signal(e.peer_sig, e.pe);
     // Each hop waits, then (on the other side) sends: modes 0 and 7 through the library.
     let wait = move |v: u64| {
-        if mode == 0 || mode == 7 {
+        if mode == 0 || mode == 7 || mode == 14 {
             shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
             return;
         }
-        if mode == 10 || mode == 11 {
+        if mode == 10 || mode == 11 || mode == 13 {
             shmem::signal_wait_until_relaxed(sig, shmem::Cmp::Ge, v);
             return;
         }
@@ -304,6 +311,14 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
         }
         if mode == 10 || mode == 12 {
             shmem::signal_op_relaxed(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            return;
+        }
+        if mode == 13 {
+            peer.signal_op_relaxed(v, shmem::SignalOp::Set);
+            return;
+        }
+        if mode == 14 {
+            peer.signal_op(v, shmem::SignalOp::Set);
             return;
         }
         if mode == 11 {

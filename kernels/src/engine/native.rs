@@ -359,7 +359,39 @@ pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32,
 /// on the peer's word: atomic, unordered.
 #[inline(always)]
 pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
-    let p = translate(sig, pe, call);
+    signal_relaxed(translate(sig, pe, call), value, op)
+}
+
+/// The address a [`PeerSignal`](crate::signal::PeerSignal) updates: `sig` on
+/// `pe`, translated once (traps, as every call here, when `pe` is not
+/// reachable by loads and stores; never null).
+#[inline(always)]
+pub(crate) unsafe fn peer_signal_address(sig: *mut u64, pe: u32, call: &CStr) -> *mut u64 {
+    translate(sig, pe, call)
+}
+
+/// [`signal_op`] through an address from [`peer_signal_address`].
+#[inline(always)]
+pub(crate) unsafe fn signal_op_at(at: *mut u64, _sig: *mut u64, value: u64, op: SignalOp, _pe: u32, _call: &CStr) {
+    signal_release(at, value, op)
+}
+
+/// [`signal_op_relaxed`] through an address from [`peer_signal_address`].
+#[inline(always)]
+pub(crate) unsafe fn signal_op_relaxed_at(
+    at: *mut u64,
+    _sig: *mut u64,
+    value: u64,
+    op: SignalOp,
+    _pe: u32,
+    _call: &CStr,
+) {
+    signal_relaxed(at, value, op)
+}
+
+/// One relaxed system-scope store (`SET`) or `red.relaxed.sys.add` (`ADD`) at `p`.
+#[inline(always)]
+unsafe fn signal_relaxed(p: *mut u64, value: u64, op: SignalOp) {
     match op {
         SignalOp::Set => <u64 as AtomicWord>::store_volatile(p, value),
         SignalOp::Add => <u64 as AtomicWord>::add(p, value),

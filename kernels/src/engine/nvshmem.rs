@@ -583,6 +583,45 @@ pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, 
     nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int)
 }
 
+/// The address a [`PeerSignal`](crate::signal::PeerSignal) updates directly:
+/// `nvshmem_ptr(sig, pe)`, null where `pe` is reached through a proxy
+/// (network) transport, in which case its calls go through
+/// `nvshmemx_signal_op` with the symmetric address.
+#[inline(always)]
+pub(crate) unsafe fn peer_signal_address(sig: *mut u64, pe: u32, _call: &CStr) -> *mut u64 {
+    ptr(sig, pe)
+}
+
+/// [`signal_op`] through an address from [`peer_signal_address`]:
+/// `nvshmem_fence`, then [`signal_op_relaxed_at`].
+#[inline(always)]
+pub(crate) unsafe fn signal_op_at(at: *mut u64, sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
+    nvshmem_fence();
+    signal_op_relaxed_at(at, sig, value, op, pe, call)
+}
+
+/// [`signal_op_relaxed`] through an address from [`peer_signal_address`]:
+/// where it is not null, what `nvshmemx_signal_op` does on a load/store
+/// peer (a volatile store for `SET`, a system-scope atomic add for `ADD`)
+/// without its per-call translation; else `nvshmemx_signal_op`.
+#[inline(always)]
+pub(crate) unsafe fn signal_op_relaxed_at(
+    at: *mut u64,
+    sig: *mut u64,
+    value: u64,
+    op: SignalOp,
+    pe: u32,
+    call: &CStr,
+) {
+    if at.is_null() {
+        return signal_op_relaxed(sig, value, op, pe, call);
+    }
+    match op {
+        SignalOp::Set => <u64 as AtomicWord>::store_volatile(at, value),
+        SignalOp::Add => <u64 as AtomicWord>::add(at, value),
+    }
+}
+
 /// `nvshmem_signal_fetch` (a volatile load), then `fence.acq_rel` for the acquire.
 #[inline(always)]
 pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {

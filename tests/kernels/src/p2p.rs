@@ -108,7 +108,8 @@ unsafe fn put_signal_form(
 /// has acknowledged message m - slots (`ack` ≥ m - slots + 1).
 /// Block 1 (thread 0) receives: waits for each slot's signal, checks the
 /// signal's value and every payload word, then acknowledges to the sender
-/// with `signal_op` (SET m + 1, or ADD 1, as `op`).
+/// with `signal_op` (SET m + 1, or ADD 1, as `op`); odd messages through a
+/// `PeerSignal` made before the loop (the same release, translated once).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn p2p_pipeline(
     buf: *mut u32,
@@ -176,6 +177,9 @@ pub unsafe extern "ptx-kernel" fn p2p_pipeline(
         // Receiver.
         let from = (me + n - 1) % n;
         let mut errors = 0u64;
+        // Odd messages are acked through a PeerSignal (translated once), even
+        // ones through signal_op: both must release the slot's reads.
+        let ack_peer = shmem::peer_signal(ack, from);
         for m in 0..msgs {
             let k = m % slots;
             let want = match op {
@@ -192,9 +196,14 @@ pub unsafe extern "ptx-kernel" fn p2p_pipeline(
                     errors += 1;
                 }
             }
-            match op {
-                SignalOp::Set => shmem::signal_op(ack, m as u64 + 1, SignalOp::Set, from),
-                SignalOp::Add => shmem::signal_op(ack, 1, SignalOp::Add, from),
+            let value = match op {
+                SignalOp::Set => m as u64 + 1,
+                SignalOp::Add => 1,
+            };
+            if m % 2 == 1 {
+                ack_peer.signal_op(value, op);
+            } else {
+                shmem::signal_op(ack, value, op, from);
             }
         }
         // Each slot's final signal: its last message + 1 (SET) or its number of uses (ADD).
