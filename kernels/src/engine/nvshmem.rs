@@ -605,14 +605,7 @@ pub(crate) unsafe fn signal_op_at(at: *mut u64, sig: *mut u64, value: u64, op: S
 /// peer (a volatile store for `SET`, a system-scope atomic add for `ADD`)
 /// without its per-call translation; else `nvshmemx_signal_op`.
 #[inline(always)]
-pub(crate) unsafe fn signal_op_relaxed_at(
-    at: *mut u64,
-    sig: *mut u64,
-    value: u64,
-    op: SignalOp,
-    pe: u32,
-    call: &CStr,
-) {
+pub(crate) unsafe fn signal_op_relaxed_at(at: *mut u64, sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
     if at.is_null() {
         return signal_op_relaxed(sig, value, op, pe, call);
     }
