@@ -95,9 +95,10 @@ pub unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32
 /// address to the peer's (a dependent load from the peer table on every
 /// call). Make it before a loop that signals the same word on the same PE
 /// again and again — a ping-pong, a pipeline's "chunk ready" flag: on the
-/// H100 the relaxed signal ping-pong took 0.64 µs per round trip with
-/// `signal_op_relaxed` in the loop and 0.40 µs with the address translated
-/// before it (bench/RESULTS.md). Made by [`Sym::peer_signal`](crate::Sym::peer_signal)
+/// H200 the relaxed signal ping-pong took 0.615 µs per round trip with
+/// `signal_op_relaxed` in the loop and 0.585 µs through a `PeerSignal`
+/// (ordered: 1.099 and 1.060 µs; medians over 16 placements,
+/// bench/RESULTS.md). Made by [`Sym::peer_signal`](crate::Sym::peer_signal)
 /// (safe, checked) or [`peer_signal`] (raw). The same guarantees as the calls
 /// it replaces; on the NVSHMEM engine a PE reached through a proxy (network)
 /// transport has no load/store address and its updates go through
