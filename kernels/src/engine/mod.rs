@@ -47,6 +47,21 @@ mod nvshmem_collective;
 #[cfg(feature = "nvshmem")]
 pub(crate) use nvshmem_collective::*;
 
+/// One relaxed system-scope store (`SET`, `st.volatile`) or `red.relaxed.sys.add`
+/// (`ADD`) at the load/store address `p` of a signal word: atomic, unordered.
+/// What both engines' relaxed signal does where it has the peer's address.
+///
+/// # Safety
+/// `p` is a valid, 8-byte-aligned global address.
+#[inline(always)]
+pub(crate) unsafe fn signal_relaxed(p: *mut u64, value: u64, op: crate::abi::SignalOp) {
+    use crate::atomic::AtomicWord;
+    match op {
+        crate::abi::SignalOp::Set => <u64 as AtomicWord>::store_volatile(p, value),
+        crate::abi::SignalOp::Add => <u64 as AtomicWord>::add(p, value),
+    }
+}
+
 /// Blocking (the source may be reused, or the data is in `dest`, on return)
 /// or non-blocking (complete after `quiet`).
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -359,7 +359,7 @@ pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32,
 /// on the peer's word: atomic, unordered.
 #[inline(always)]
 pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
-    signal_relaxed(translate(sig, pe, call), value, op)
+    super::signal_relaxed(translate(sig, pe, call), value, op)
 }
 
 /// The address a [`PeerSignal`](crate::signal::PeerSignal) updates: `sig` on
@@ -386,16 +386,7 @@ pub(crate) unsafe fn signal_op_relaxed_at(
     _pe: u32,
     _call: &CStr,
 ) {
-    signal_relaxed(at, value, op)
-}
-
-/// One relaxed system-scope store (`SET`) or `red.relaxed.sys.add` (`ADD`) at `p`.
-#[inline(always)]
-unsafe fn signal_relaxed(p: *mut u64, value: u64, op: SignalOp) {
-    match op {
-        SignalOp::Set => <u64 as AtomicWord>::store_volatile(p, value),
-        SignalOp::Add => <u64 as AtomicWord>::add(p, value),
-    }
+    super::signal_relaxed(at, value, op)
 }
 
 /// An acquire load of the local signal word.

@@ -609,10 +609,7 @@ pub(crate) unsafe fn signal_op_relaxed_at(at: *mut u64, sig: *mut u64, value: u6
     if at.is_null() {
         return signal_op_relaxed(sig, value, op, pe, call);
     }
-    match op {
-        SignalOp::Set => <u64 as AtomicWord>::store_volatile(at, value),
-        SignalOp::Add => <u64 as AtomicWord>::add(at, value),
-    }
+    super::signal_relaxed(at, value, op)
 }
 
 /// `nvshmem_signal_fetch` (a volatile load), then `fence.acq_rel` for the acquire.
