@@ -54,6 +54,7 @@ for l in sys.stdin:
 if [ -n "$nvgpu" ]; then cp "$nvgpu" .stage-bin/gpu-nvshmem; else echo "device.sh: the NVSHMEM-engine GPU suite did not build; not staged" >&2; fi
 strip .stage-bin/* 2>/dev/null || true  # (guide-myapp is stripped where it is staged, below)
 cp scripts/sanitize.sh .stage-bin/sanitize.sh
+cp scripts/put-sweep.sh .stage-bin/put-sweep.sh
 cp scripts/device-verify.sh .stage-bin/verify.sh
 # The guide's app, built outside the workspace from docs/guide.md (issue 9's check).
 guide=$(mktemp -d)

@@ -56,7 +56,7 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 /// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`,
 /// and so does mode 10 (`signal_op_relaxed` + `signal_wait_until_relaxed`, the
 /// same unordered semantics as NVSHMEM's).
-const MODES: [&str; 15] = [
+pub const MODES: [&str; 15] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -161,16 +161,20 @@ pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
 const PLACEMENT_MODES: [u32; 10] = [1, 8, 5, 7, 0, 10, 11, 12, 13, 14];
 
 /// How much the ping-pong depends on where its words are: each mode of
-/// [`PLACEMENT_MODES`] between two blocks of one PE (NVSHMEM's shape, as
-/// `pingpong-blocks`) at `--placements` positions of its payload and signal
-/// words; rows `placement_<mode>_{min,median,max}`. Which L2 slice holds a
-/// word (and how far it is from the two SMs) is set by its address, so one
-/// placement can favour one library over another.
+/// `--modes` (default [`PLACEMENT_MODES`]) between two blocks of one PE
+/// (NVSHMEM's shape, as `pingpong-blocks`) at `--placements` positions of its
+/// payload and signal words; rows `placement_<mode>_{min,median,max}`, and
+/// `placement_<mode>_run<k>_…` for the k-th repeat of a mode listed again.
+/// Which L2 slice holds a word (and how far it is from the two SMs) is set by
+/// its address, so one placement can favour one library over another.
 pub fn placement(o: &Opts) -> BenchResult<Vec<Row>> {
-    let us = pingpong_modes(o, Sides::TwoBlocks, &PLACEMENT_MODES, o.placements)?;
+    let modes = o.modes.clone().unwrap_or_else(|| PLACEMENT_MODES.to_vec());
+    let us = pingpong_modes(o, Sides::TwoBlocks, &modes, o.placements)?;
     let mut rows = Vec::new();
-    for (&mode, at) in PLACEMENT_MODES.iter().zip(&us) {
+    for (k, (&mode, at)) in modes.iter().zip(&us).enumerate() {
         let name = MODES[mode as usize].trim_start_matches("pingpong_");
+        let repeat = modes[..k].iter().filter(|&&m| m == mode).count();
+        let name = if repeat == 0 { name.to_string() } else { format!("{name}_run{}", repeat + 1) };
         let mut sorted = at.clone();
         sorted.sort_by(f64::total_cmp);
         let median = sorted[sorted.len() / 2];

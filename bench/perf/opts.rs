@@ -39,6 +39,12 @@ pub enum Scope {
     Warp,
     /// One chunk per block (`*_nbi_block`).
     Block,
+    /// Put only, a diagnostic of the copy loop: one chunk per block, copied by
+    /// a hand-written loop through `ptr()` with streaming stores (`st.global.cs`).
+    BlockCs,
+    /// Put only, a diagnostic of the copy loop: as `BlockCs` with plain
+    /// stores and eight loads in flight per thread instead of four.
+    BlockX8,
 }
 
 impl Scope {
@@ -48,6 +54,8 @@ impl Scope {
             Scope::Thread => "thread",
             Scope::Warp => "warp",
             Scope::Block => "block",
+            Scope::BlockCs => "block_cs",
+            Scope::BlockX8 => "block_x8",
         }
     }
 }
@@ -102,6 +110,8 @@ pub struct Opts {
     pub bidir: bool,
     /// `pingpong-placement`: positions of the ping-pong's words.
     pub placements: usize,
+    /// `pingpong-placement`: the modes, in the order they run (`None`: the default list).
+    pub modes: Option<Vec<u32>>,
     /// `--csv FILE`.
     pub csv: Option<String>,
     /// `--json FILE`.
@@ -185,8 +195,14 @@ fn scopes(v: &str) -> Result<Vec<Scope>, String> {
             "thread" => &[Scope::Thread],
             "warp" => &[Scope::Warp],
             "block" => &[Scope::Block],
+            "block_cs" => &[Scope::BlockCs],
+            "block_x8" => &[Scope::BlockX8],
             "all" => &[Scope::Block, Scope::Warp, Scope::Thread],
-            other => return Err(format!("unknown scope {other:?} (thread, warp, block or all)")),
+            other => {
+                return Err(format!(
+                    "unknown scope {other:?} (thread, warp, block, all; put-bw diagnostics block_cs, block_x8)"
+                ))
+            }
         };
         for &a in add {
             if !out.contains(&a) {
@@ -225,7 +241,8 @@ struct Cli {
     /// Largest size of the put-bw/get-bw sweeps
     #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = gpushmem::parse_size)]
     max_size: u64,
-    /// Scopes of the bandwidth kernels: thread, warp, block (comma-separated) or all
+    /// Scopes of the bandwidth kernels: thread, warp, block (comma-separated) or all; put-bw
+    /// also takes block_cs and block_x8, hand-written copies that measure the copy loop's choices
     // A full path: clap takes a bare `Vec` for a repeatable option.
     #[arg(long = "scope", value_name = "LIST", default_value = "block", value_parser = scopes)]
     scopes: std::vec::Vec<Scope>,
@@ -268,6 +285,10 @@ struct Cli {
     /// pingpong-placement: positions of the ping-pong's words
     #[arg(long, value_name = "N", default_value_t = 16)]
     placements: usize,
+    /// pingpong-placement: the ping-pong modes to run, in this order (a mode may repeat, to
+    /// see whether run order moves a figure); default 1,8,5,7,0,10,11,12,13,14
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    modes: Option<Vec<u32>>,
     /// Run the one-PE forms (always on the NVSHMEM engine); subcommands without one are refused
     #[arg(long)]
     one_pe: bool,
@@ -333,6 +354,7 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
         graph: c.graph,
         bidir: c.bidir,
         placements: c.placements,
+        modes: c.modes,
         csv: c.csv,
         json: c.json,
         png: c.png,
@@ -354,6 +376,9 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
     if o.placements == 0 {
         return Err("--placements must be at least 1".into());
     }
+    if let Some(bad) = o.modes.iter().flatten().find(|&&m| m as usize >= crate::latency::MODES.len()) {
+        return Err(format!("--modes: no ping-pong mode {bad} (modes are 0..={})", crate::latency::MODES.len() - 1));
+    }
     if o.min_size > o.max_size {
         return Err(format!("--min-size {} is above --max-size {}", o.min_size, o.max_size));
     }
@@ -362,6 +387,9 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
     }
     if o.max_grid == 0 {
         return Err("--max-grid must be at least 1".into());
+    }
+    if o.what.contains(&"get-bw") && o.scopes.iter().any(|s| matches!(s, Scope::BlockCs | Scope::BlockX8)) {
+        return Err("--scope block_cs and block_x8 are put-bw diagnostics; get-bw has no such kernels".into());
     }
     if let Some(b) = o.block {
         if b == 0 || b > 1024 {

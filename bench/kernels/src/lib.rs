@@ -79,6 +79,75 @@ bw_kernel!(/// Get bandwidth, a chunk per warp: `getmem_nbi_warp` (`blockDim.x` 
 bw_kernel!(/// Get bandwidth, a chunk per block: `getmem_nbi_block`.
     bw_get_block, 2, shmem::getmem_nbi_block);
 
+/// A hand-written block copy of `len` bytes (16-byte aligned ends) through
+/// `ptr()`-translated addresses, for the put-bw diagnostics below: `N`
+/// 16-byte loads in flight per thread before their stores, the stores
+/// `st.global.cs` (streaming: evict first, PTX ISA 9.7.9.9) when `CS`.
+/// Not the library's copy (`kernels/src/copy.rs`): this one exists to
+/// measure what those two choices would move.
+#[inline(always)]
+unsafe fn hand_copy<const N: usize, const CS: bool>(dst: *mut u8, src: *const u8, len: usize) {
+    use core::arch::asm;
+    let units = len / 16;
+    let (rank, step) = (_thread_idx_x() as usize, _block_dim_x() as usize);
+    let mut u = rank;
+    while u + (N - 1) * step < units {
+        let mut v = [[0u32; 4]; N];
+        for (k, v) in v.iter_mut().enumerate() {
+            let p = src.add((u + k * step) * 16);
+            asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                a = out(reg32) v[0], b = out(reg32) v[1], c = out(reg32) v[2], d = out(reg32) v[3], p = in(reg64) p);
+        }
+        for (k, v) in v.iter().enumerate() {
+            let p = dst.add((u + k * step) * 16);
+            let (a, b, c, d) = (v[0], v[1], v[2], v[3]);
+            if CS {
+                asm!("st.global.cs.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                    p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
+            } else {
+                asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+                    p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
+            }
+        }
+        u += N * step;
+    }
+    // The rest, one unit at a time (the kernels' chunks are 16-byte multiples).
+    while u < units {
+        let p = src.add(u * 16);
+        let (a, b, c, d): (u32, u32, u32, u32);
+        asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p);
+        asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) dst.add(u * 16), a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
+        u += step;
+    }
+    // A ragged tail, byte by byte.
+    let mut i = units * 16 + rank;
+    while i < len {
+        *dst.add(i) = *src.add(i);
+        i += step;
+    }
+}
+
+/// Generates one put-bw diagnostic kernel: as `bw_put_block`, but the copy
+/// is [`hand_copy`] with `N` loads in flight and streaming stores if `CS`.
+macro_rules! bw_put_diag {
+    ($(#[$doc:meta])* $name:ident, $n:expr, $cs:expr) => {
+        $(#[$doc])*
+        #[no_mangle]
+        pub unsafe extern "ptx-kernel" fn $name(dest: *mut u8, src: *const u8, bytes: u64, pe: u32) {
+            let (start, len) = chunk(bytes, _grid_dim_x() as u64, _block_idx_x() as u64);
+            hand_copy::<$n, $cs>(shmem::ptr(dest.add(start), pe) as *mut u8, src.add(start), len);
+            shmem::quiet_block();
+        }
+    };
+}
+
+bw_put_diag!(/// Put bandwidth diagnostic: a chunk per block, 4 loads in flight, streaming stores.
+    bw_put_block_cs, 4, true);
+bw_put_diag!(/// Put bandwidth diagnostic: a chunk per block, 8 loads in flight, plain stores.
+    bw_put_block_x8, 8, false);
+
 /// `p` latency: thread 0 does `iters` × (`p` of a `u64` to `dest` on `pe`, then `quiet`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn p_latency(dest: *mut u64, pe: u32, iters: u32) {
