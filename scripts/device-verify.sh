@@ -140,7 +140,7 @@ if has nvshmem; then
 fi
 # The NVSHMEM engine side by side (issue 16, one GPU): the same one-PE shapes on all three sides
 # (--one-pe: put/get between two buffers of PE 0's heap, ping-pong between two blocks of PE 0,
-# barrier and init on 1 PE; default bandwidth grid capped at 1056 blocks, nvshmem-perf's rule),
+# barrier and init on 1 PE; default bandwidth grid capped at 1056 blocks of 1024 threads, nvshmem-perf's shape),
 # medians of 20 timed runs after 5 warm-up runs, one launch per timed span (--iters 1: nvshmem-perf
 # times one launch). Two rounds, the three programs interleaved, so
 # the run-to-run spread shows beside the differences (device/METHOD.md); round 2 is left out when
@@ -148,7 +148,7 @@ fi
 if has engine-perf; then
   t_ep=$SECONDS
   [ -n "${dmon:-}" ] || { nvidia-smi dmon -s pc -d 1 >"$logs/dmon.log" 2>&1 & dmon=$!; }
-  ep=(put-bw get-bw pingpong barrier init --one-pe --max-grid 1056 --iters 1 --reps 20 --warmup 5)
+  ep=(put-bw get-bw pingpong barrier init --one-pe --max-grid 1056 --block 1024 --iters 1 --reps 20 --warmup 5)
   if [ ! -x /tmp/nvb/run-nvshmem-perf ]; then
     if [ -f ../../bench/nvshmem/build.sh ]; then
       step nvshmem-build 120 bash ../../bench/nvshmem/build.sh /tmp/nvb

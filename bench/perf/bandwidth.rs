@@ -8,7 +8,7 @@
 
 use crate::common::{cuda, gbs, human_size, median_ms, median_ms_lined_up, module, nothing, sizes, BenchResult, Row};
 use crate::engine::job;
-use crate::opts::Opts;
+use crate::opts::{Opts, Scope};
 use crate::progress::Progress;
 use gpushmem::{LaunchConfig, Shmem};
 
@@ -46,10 +46,28 @@ pub fn heap(o: &Opts) -> u64 {
     2 * buffer_bytes(o) + (64 << 20)
 }
 
-/// The launch shape for `size` bytes.
-fn shape(o: &Opts, size: u64) -> LaunchConfig {
+/// Threads per block by default: 512 for the block scope, 1024 for the thread
+/// and warp scopes (one chunk per thread or warp: more threads, more chunks).
+///
+/// Why 512 for the block scope, from the grid × block sweep on one H200
+/// (2026-12-06, bench/RESULTS.md "put-bw on the H200, twelfth session"): at
+/// the default grid, 512 threads were as fast as 1024 or faster at every size
+/// swept (4 MiB 899 against 843 GB/s, 64 MiB 1747 / 1722, 256 MiB 1987 /
+/// 1776: 0.95 of cuMemcpy against 0.85). Half the threads per block means
+/// twice the blocks resident per SM, so one block's closing `quiet_block`
+/// (its fence waits for the block's stores) overlaps other blocks' loads.
+pub fn default_threads(scope: Scope) -> u32 {
+    match scope {
+        Scope::Thread | Scope::Warp => 1024,
+        _ => 512,
+    }
+}
+
+/// The launch shape for `size` bytes at `scope`.
+fn shape(o: &Opts, size: u64, scope: Scope) -> LaunchConfig {
     let blocks = o.grid.unwrap_or_else(|| default_blocks(size, o.max_grid));
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (o.block.unwrap_or(1024), 1, 1), shared_mem_bytes: 0 }
+    let threads = o.block.unwrap_or_else(|| default_threads(scope));
+    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
 }
 
 /// `cuMemsetD8Async` of `bytes` bytes at `ptr` (this PE's heap) on this PE's stream.
@@ -104,7 +122,11 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
             if shmem.my_pe() == 0 {
                 // SAFETY: the arguments match `bw_*`; both ranges hold `max` bytes on every PE.
                 unsafe {
-                    shmem.launch(&k, shape(o, max), (dst.as_kernel_ptr(), src.as_kernel_ptr(), max, peer_of_0 as u32))
+                    shmem.launch(
+                        &k,
+                        shape(o, max, scope),
+                        (dst.as_kernel_ptr(), src.as_kernel_ptr(), max, peer_of_0 as u32),
+                    )
                 }?;
             }
             shmem.barrier_all()?;
@@ -144,11 +166,11 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
             }
             Ok(())
         };
-        let kernel_runs = |k: &gpushmem::Kernel, size: u64| -> gpushmem::Result<()> {
+        let kernel_runs = |k: &gpushmem::Kernel, size: u64, scope: Scope| -> gpushmem::Result<()> {
             let args = (dst.as_kernel_ptr(), src.as_kernel_ptr(), size, peer as u32);
             for _ in 0..o.iters {
                 // SAFETY: the arguments match `bw_*`; both ranges hold `size` bytes on every PE.
-                unsafe { shmem.launch(k, shape(o, size), args) }?;
+                unsafe { shmem.launch(k, shape(o, size, scope), args) }?;
             }
             Ok(())
         };
@@ -158,7 +180,7 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
                 let k = m.kernel(&format!("bw_{op}_{}", scope.name()))?;
                 for &size in &list {
                     progress.start(&format!("{test} {}", human_size(size)));
-                    let ours = median_ms(stream, o.warmup, o.reps, nothing, || kernel_runs(&k, size))?;
+                    let ours = median_ms(stream, o.warmup, o.reps, nothing, || kernel_runs(&k, size, scope))?;
                     let base = median_ms(stream, o.warmup, o.reps, nothing, || memcpy(size))?;
                     let bytes = (size * o.iters as u64) as f64;
                     rows.push(Row::new(test.clone(), size, gbs(bytes, ours), Some(gbs(bytes, base)), "GB/s"));
@@ -177,7 +199,7 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
                     if lead {
                         progress.start(&format!("{test} {}", human_size(size)));
                     }
-                    let ours = slowest(shmem, median_ms_lined_up(shmem, o, || kernel_runs(&k, size))?)?;
+                    let ours = slowest(shmem, median_ms_lined_up(shmem, o, || kernel_runs(&k, size, scope))?)?;
                     let base = slowest(shmem, median_ms_lined_up(shmem, o, || memcpy(size))?)?;
                     let bytes = (2 * size * o.iters as u64) as f64;
                     if lead {

@@ -252,7 +252,7 @@ struct Cli {
     /// The most blocks of the default bandwidth grid (NVSHMEM's put_bw uses 1056)
     #[arg(long, value_name = "N", default_value_t = 4224)]
     max_grid: u32,
-    /// Threads per block of the bandwidth and throughput launches [default: 1024]
+    /// Threads per block of the bandwidth and throughput launches [default: 512 for the block scope, else 1024]
     #[arg(long, value_name = "N")]
     block: Option<u32>,
     /// Launches (and cuMemcpys) per timed span of the bandwidth tests: with one, a
