@@ -26,8 +26,11 @@
 //!   launch that ends with `quiet_block`; `--iters` launches per timed span. Scope `block`
 //!   (default): one chunk per block, `putmem_nbi_block`/`getmem_nbi_block`;
 //!   `warp`: one chunk per warp, `*_nbi_warp`; `thread`: one chunk per thread,
-//!   `putmem_nbi`/`getmem_nbi`. Grid = `--grid` or S / 64 KiB blocks (1 … 4224; NVSHMEM caps at 1056),
-//!   × `--block` (default 1024) threads, as NVSHMEM's put_bw. GB/s = S·iters /
+//!   `putmem_nbi`/`getmem_nbi`; `block_cs`, `block_x8` (put only): hand-written
+//!   diagnostic copies (streaming stores; eight loads in flight). Grid = `--grid` or the
+//!   default rule (`bandwidth::default_blocks`: 64–128 blocks up to 64 MiB, then S / 64 KiB;
+//!   at most 4224; NVSHMEM caps at 1056) × `--block` threads (default 512 for the block
+//!   scopes, 1024 for warp and thread; NVSHMEM's put_bw uses 1024). GB/s = S·iters /
 //!   time (10^9 B/s). Beside each point, `cuMemcpyDtoDAsync` of the same S (·iters)
 //!   between the same two buffers (the peer's through `Shmem::ptr`) on the same
 //!   stream in the same run (the `cuMemcpy` column; a peer copy when the PEs are
