@@ -32,6 +32,9 @@
 # Why several runs at a time: the sanitizer's work is on the CPU (16 cores)
 # and the GPU time-slices the processes' contexts; 8 at a time ran the 150
 # runs of all three tools in about 7 minutes of device time (2026-12-04).
+# The list has grown since: on 2026-12-06 it held 192 runs and a 540 s budget
+# covered the 63 with the most PEs (H200); a later call resumes through
+# SANITIZE_DONE (below) with the first call's `ok` lines as "TOOL TEST".
 #
 # Each run ends after SANITIZE_UNIT_LIMIT s (default 300; its whole process
 # group is killed). With SANITIZE_BUDGET (seconds since the script started)
