@@ -447,6 +447,20 @@ mod tests {
         assert!(p("--reps x").is_err() && p("--min-size 4q").is_err() && p("--frobnicate").is_err());
         assert!(p("put-bw plot x.csv --png y.png").is_err());
         assert!(p("--scope warp,bogus").is_err());
+        // The put-bw diagnostics have no get-bw kernels; ping-pong modes exist up to 14.
+        assert!(p("get-bw --scope block_cs").is_err() && p("--scope block_x8").is_err());
+        assert!(p("pingpong-placement --modes 13,15").is_err());
+    }
+
+    #[test]
+    fn diagnostics_and_modes() {
+        let o = p("put-bw --scope block,block_cs,block_x8").unwrap();
+        assert_eq!(o.scopes, [Scope::Block, Scope::BlockCs, Scope::BlockX8]);
+        assert_eq!(o.scopes.iter().map(|s| s.name()).collect::<Vec<_>>(), ["block", "block_cs", "block_x8"]);
+        assert_eq!(p("pingpong-placement --modes 13,11,13").unwrap().modes, Some(vec![13, 11, 13]));
+        assert_eq!(p("pingpong-placement").unwrap().modes, None);
+        assert_eq!(crate::bandwidth::default_threads(Scope::Block), 512);
+        assert_eq!(crate::bandwidth::default_threads(Scope::Thread), 1024);
     }
 
     #[test]
