@@ -53,9 +53,10 @@ pub fn heap(o: &Opts) -> u64 {
 /// (2026-12-06, bench/RESULTS.md "put-bw on the H200, twelfth session"): at
 /// the default grid, 512 threads were as fast as 1024 or faster at every size
 /// swept (4 MiB 899 against 843 GB/s, 64 MiB 1747 / 1722, 256 MiB 1987 /
-/// 1776: 0.95 of cuMemcpy against 0.85). Half the threads per block means
-/// twice the blocks resident per SM, so one block's closing `quiet_block`
-/// (its fence waits for the block's stores) overlaps other blocks' loads.
+/// 1776: 0.95 of cuMemcpy against 0.85). `bw_put_block` takes 55 registers
+/// a thread, so a 1024-thread block fills an SM's register file alone and the
+/// SM idles while its closing `quiet_block` fence waits for the stores; two
+/// 512-thread blocks share the SM and one's fence overlaps the other's copy.
 pub fn default_threads(scope: Scope) -> u32 {
     match scope {
         Scope::Thread | Scope::Warp => 1024,
