@@ -50,7 +50,7 @@ pub fn heap(o: &Opts) -> u64 {
 /// and warp scopes (one chunk per thread or warp: more threads, more chunks).
 ///
 /// Why 512 for the block scope, from the grid × block sweep on one H200
-/// (2026-12-06, bench/RESULTS.md "put-bw on the H200, twelfth session"): at
+/// (2026-12-06, bench/RESULTS.md "One H200, 2026-12-06 (twelfth session)"): at
 /// the default grid, 512 threads were as fast as 1024 or faster at every size
 /// swept (4 MiB 899 against 843 GB/s, 64 MiB 1747 / 1722, 256 MiB 1987 /
 /// 1776: 0.95 of cuMemcpy against 0.85). `bw_put_block` takes 55 registers
