@@ -85,6 +85,10 @@ bw_kernel!(/// Get bandwidth, a chunk per block: `getmem_nbi_block`.
 /// `st.global.cs` (streaming: evict first, PTX ISA 9.7.9.9) when `CS`.
 /// Not the library's copy (`kernels/src/copy.rs`): this one exists to
 /// measure what those two choices would move.
+///
+/// # Safety
+/// Every thread of the block calls it; `dst` and `src` are 16-byte aligned
+/// global addresses of `len` bytes each that do not overlap.
 #[inline(always)]
 unsafe fn hand_copy<const N: usize, const CS: bool>(dst: *mut u8, src: *const u8, len: usize) {
     use core::arch::asm;
@@ -111,7 +115,7 @@ unsafe fn hand_copy<const N: usize, const CS: bool>(dst: *mut u8, src: *const u8
         }
         u += N * step;
     }
-    // The rest, one unit at a time (the kernels' chunks are 16-byte multiples).
+    // The units the loop above leaves, one at a time.
     while u < units {
         let p = src.add(u * 16);
         let (a, b, c, d): (u32, u32, u32, u32);
