@@ -169,9 +169,10 @@ pub fn run(o: &Opts, get: bool) -> BenchResult<Vec<Row>> {
         };
         let kernel_runs = |k: &gpushmem::Kernel, size: u64, scope: Scope| -> gpushmem::Result<()> {
             let args = (dst.as_kernel_ptr(), src.as_kernel_ptr(), size, peer as u32);
+            let cfg = shape(o, size, scope);
             for _ in 0..o.iters {
                 // SAFETY: the arguments match `bw_*`; both ranges hold `size` bytes on every PE.
-                unsafe { shmem.launch(k, shape(o, size, scope), args) }?;
+                unsafe { shmem.launch(k, cfg, args) }?;
             }
             Ok(())
         };

@@ -91,38 +91,22 @@ bw_kernel!(/// Get bandwidth, a chunk per block: `getmem_nbi_block`.
 /// global addresses of `len` bytes each that do not overlap.
 #[inline(always)]
 unsafe fn hand_copy<const N: usize, const CS: bool>(dst: *mut u8, src: *const u8, len: usize) {
-    use core::arch::asm;
     let units = len / 16;
     let (rank, step) = (_thread_idx_x() as usize, _block_dim_x() as usize);
     let mut u = rank;
     while u + (N - 1) * step < units {
         let mut v = [[0u32; 4]; N];
         for (k, v) in v.iter_mut().enumerate() {
-            let p = src.add((u + k * step) * 16);
-            asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-                a = out(reg32) v[0], b = out(reg32) v[1], c = out(reg32) v[2], d = out(reg32) v[3], p = in(reg64) p);
+            *v = ld_v4(src.add((u + k * step) * 16));
         }
-        for (k, v) in v.iter().enumerate() {
-            let p = dst.add((u + k * step) * 16);
-            let (a, b, c, d) = (v[0], v[1], v[2], v[3]);
-            if CS {
-                asm!("st.global.cs.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
-                    p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
-            } else {
-                asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
-                    p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
-            }
+        for (k, v) in v.into_iter().enumerate() {
+            st_v4::<CS>(dst.add((u + k * step) * 16), v);
         }
         u += N * step;
     }
     // The units the loop above leaves, one at a time.
     while u < units {
-        let p = src.add(u * 16);
-        let (a, b, c, d): (u32, u32, u32, u32);
-        asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p);
-        asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
-            p = in(reg64) dst.add(u * 16), a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
+        st_v4::<false>(dst.add(u * 16), ld_v4(src.add(u * 16)));
         u += step;
     }
     // A ragged tail, byte by byte.
@@ -130,6 +114,35 @@ unsafe fn hand_copy<const N: usize, const CS: bool>(dst: *mut u8, src: *const u8
     while i < len {
         *dst.add(i) = *src.add(i);
         i += step;
+    }
+}
+
+/// 16 bytes as one `ld.global.v4.u32` (PTX ISA 9.7.9.8).
+///
+/// # Safety
+/// `p` is a valid, 16-byte-aligned global address.
+#[inline(always)]
+unsafe fn ld_v4(p: *const u8) -> [u32; 4] {
+    let (a, b, c, d): (u32, u32, u32, u32);
+    core::arch::asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+        a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p);
+    [a, b, c, d]
+}
+
+/// 16 bytes as one `st.global.v4.u32`, with the streaming hint `.cs` when
+/// `CS` (PTX ISA 9.7.9.9).
+///
+/// # Safety
+/// `p` is a valid, 16-byte-aligned global address.
+#[inline(always)]
+unsafe fn st_v4<const CS: bool>(p: *mut u8, v: [u32; 4]) {
+    let [a, b, c, d] = v;
+    if CS {
+        core::arch::asm!("st.global.cs.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
+    } else {
+        core::arch::asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p, a = in(reg32) a, b = in(reg32) b, c = in(reg32) c, d = in(reg32) d);
     }
 }
 
