@@ -24,13 +24,21 @@
 //! are named `<test>_graph`. With many PEs as threads of one GPU the plain rows
 //! of small sizes measure the driver, which serializes the PEs' kernel
 //! launches into their shared context; the graph rows measure the device.
+//!
+//! Two floors come first, timed the same way (rows `floor_launch_time`,
+//! `floor_barrier_time`, µs per call): an empty kernel launched on each PE's
+//! stream (what launching alone costs when the PEs share a GPU) and the
+//! stream-ordered `barrier_all` (a launch and one sync of every PE). A small
+//! allreduce is one launch and two syncs.
 
-use crate::common::{config, cuda, gbs, human_size, median_ms, median_ms_lined_up, nothing, sizes, BenchResult, Row};
+use crate::common::{
+    config, cuda, gbs, human_size, median_ms, median_ms_lined_up, module, nothing, sizes, BenchResult, Row,
+};
 use crate::engine::job;
 use crate::opts::Opts;
 use crate::progress::Progress;
 use gpushmem::cudarc::driver::{CudaGraph, DriverError};
-use gpushmem::{Bf16, ReduceOp, ReduceType, Shmem};
+use gpushmem::{Bf16, LaunchConfig, ReduceOp, ReduceType, Shmem};
 use gpushmem_kernels::abi::REDUCE_TWO_SHOT_MIN_BYTES;
 
 /// An element type the allreduce is measured for.
@@ -130,6 +138,21 @@ fn capture(shmem: &Shmem, calls: impl FnOnce() -> gpushmem::Result<()>) -> gpush
     })
 }
 
+/// The floors of a small collective (module doc): ms per empty launch and per
+/// stream-ordered `barrier_all`, as `floor_launch` and `floor_barrier` of size 0.
+fn floors(shmem: &Shmem, o: &Opts, out: &mut Vec<Meas>) -> gpushmem::Result<()> {
+    let m = module(shmem)?;
+    let empty = m.kernel("barrier_loop")?;
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // Spans of 16 calls, as a 4 KiB collective's.
+    // SAFETY: `barrier_loop(0)` does nothing; its one argument is a u32.
+    let ms = time_op(shmem, o, 4 << 10, || unsafe { shmem.launch(&empty, cfg, (0u32,)) })?;
+    out.push(Meas { test: "floor_launch", size: 0, ms });
+    let ms = time_op(shmem, o, 4 << 10, || shmem.barrier_all_on_stream(shmem.stream()))?;
+    out.push(Meas { test: "floor_barrier", size: 0, ms });
+    Ok(())
+}
+
 fn allreduce<T: Elem>(
     shmem: &Shmem,
     o: &Opts,
@@ -205,7 +228,7 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     let reduce_sizes = sizes(4 << 10, max, 4);
     // Factor 2: the 8 MiB row of the fcollect/alltoall target is in the series.
     let block_sizes = sizes(4 << 10, (max / npes as u64).max(4 << 10), 2);
-    let progress = Progress::new(2 * reduce_sizes.len() + 2 * block_sizes.len());
+    let progress = Progress::new(1 + 2 * reduce_sizes.len() + 2 * block_sizes.len());
     let heap =
         2 * reduce_sizes.last().copied().unwrap_or(max).max(npes as u64 * block_sizes.last().copied().unwrap_or(0));
     let r = job(npes, config(heap + (64 << 20) + 2 * MEMCPY_BYTES), |shmem| {
@@ -222,6 +245,9 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
                 progress.step();
             }
         };
+        show("floors".into());
+        floors(shmem, o, &mut out)?;
+        done();
         for &size in &reduce_sizes {
             show(format!("allreduce_sum_f32 {}", human_size(size)));
             allreduce::<f32>(shmem, o, size, &mut out, &mut errors)?;
@@ -249,6 +275,11 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
     for (j, m) in r[0].0.iter().enumerate() {
         // The slowest PE's time is the collective's.
         let ms = r.iter().map(|(v, _, _, _)| v[j].ms).fold(0.0, f64::max);
+        let test = if o.graph { format!("{}_graph", m.test) } else { m.test.to_string() };
+        if m.test.starts_with("floor") {
+            rows.push(Row::new(format!("{test}_time"), 0, ms * 1e3, None, "us"));
+            continue;
+        }
         let (bytes, bus) = match m.test {
             "fcollect" | "alltoall" => (m.size as f64 * n, (n - 1.0) / n),
             _ => (m.size as f64, 2.0 * (n - 1.0) / n),
@@ -257,7 +288,6 @@ pub fn run(o: &Opts) -> BenchResult<Vec<Row>> {
         // Bound: every sharing PE's traffic through one memory at 2 R bytes/s.
         let bound_ms = sharing * traffic / (2.0 * memcpy_gbs * 1e6);
         let alg = gbs(bytes, ms);
-        let test = if o.graph { format!("{}_graph", m.test) } else { m.test.to_string() };
         rows.push(Row::new(&test, m.size, alg, Some(gbs(bytes, bound_ms)), "GB/s"));
         rows.push(Row::new(format!("{test}_busbw"), m.size, alg * bus, None, "GB/s"));
         rows.push(Row::new(format!("{test}_traffic"), m.size, traffic, None, "B/PE through memory"));

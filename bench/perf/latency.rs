@@ -56,7 +56,7 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 /// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`,
 /// and so does mode 10 (`signal_op_relaxed` + `signal_wait_until_relaxed`, the
 /// same unordered semantics as NVSHMEM's).
-pub const MODES: [&str; 15] = [
+pub const MODES: [&str; 17] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -72,6 +72,8 @@ pub const MODES: [&str; 15] = [
     "pingpong_mode_12_relaxed_signal_volatile_poll",
     "signal_relaxed_peer_pingpong",
     "signal_peer_pingpong",
+    "pingpong_mode_15_peer_signal_poll_2_staggered",
+    "pingpong_mode_16_peer_signal_poll_4_staggered",
 ];
 
 /// How a ping-pong kernel runs: `pingpong_mode` between two PEs (one block

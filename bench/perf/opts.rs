@@ -447,9 +447,9 @@ mod tests {
         assert!(p("--reps x").is_err() && p("--min-size 4q").is_err() && p("--frobnicate").is_err());
         assert!(p("put-bw plot x.csv --png y.png").is_err());
         assert!(p("--scope warp,bogus").is_err());
-        // The put-bw diagnostics have no get-bw kernels; ping-pong modes exist up to 14.
+        // The put-bw diagnostics have no get-bw kernels; ping-pong modes exist up to 16.
         assert!(p("get-bw --scope block_cs").is_err() && p("--scope block_x8").is_err());
-        assert!(p("pingpong-placement --modes 13,15").is_err());
+        assert!(p("pingpong-placement --modes 13,17").is_err());
     }
 
     #[test]

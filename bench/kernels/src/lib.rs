@@ -261,7 +261,10 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// bounded wait). 11 and 12 split mode 10's cost over its two halves;
 /// 13 as 10 through a [`shmem::PeerSignal`] made before the loop
 /// (`signal_op_relaxed` without the per-call translation);
-/// 14 as 7 through a [`shmem::PeerSignal`] (the ordered `signal_op`).
+/// 14 as 7 through a [`shmem::PeerSignal`] (the ordered `signal_op`);
+/// 15 as 13, but the wait keeps two `ld.volatile` polls in flight, issued 200
+/// clock cycles apart ([`poll_staggered`]);
+/// 16 as 15 with four polls in flight, 100 cycles apart.
 ///
 /// Mode 0 sends `payload[1]`, which it writes once before the loop, so that
 /// the time is the put's and not the caller's rewrite of its source (measured:
@@ -324,6 +327,8 @@ unsafe fn pingpong_dispatch(first: bool, e: PingPongEnds, base: u64, iters: u32,
         12 => pingpong_side::<12>(first, e, base, iters),
         13 => pingpong_side::<13>(first, e, base, iters),
         14 => pingpong_side::<14>(first, e, base, iters),
+        15 => pingpong_side::<15>(first, e, base, iters),
+        16 => pingpong_side::<16>(first, e, base, iters),
         _ => core::arch::nvptx::trap(),
     }
 }
@@ -338,6 +343,43 @@ struct PingPongEnds {
     my_sig: *mut u64,
     peer_sig: *mut u64,
     pe: u32,
+}
+
+/// Polls `sig` until it is `>= v` with `K` `ld.volatile` loads in flight, the
+/// first `K` issued `gap` clock cycles apart; each is re-issued as soon as its
+/// value was checked, so the stagger persists. A one-load poll sees a store
+/// up to one L2 round trip late (the store lands just after a load passed);
+/// `K` staggered loads cut that wait to about a `K`-th, if `gap` is near a
+/// `K`-th of the round trip. No timeout (a bench floor, like mode 12).
+#[inline(always)]
+unsafe fn poll_staggered<const K: usize>(sig: *mut u64, v: u64, gap: u32) {
+    use core::arch::asm;
+    let ld = || {
+        let x: u64;
+        asm!("ld.volatile.global.u64 {x}, [{p}];", x = out(reg64) x, p = in(reg64) sig);
+        x
+    };
+    let clock = || {
+        let c: u32;
+        asm!("mov.u32 {c}, %clock;", c = out(reg32) c);
+        c
+    };
+    let mut x = [0u64; K];
+    for (k, slot) in x.iter_mut().enumerate() {
+        if k > 0 {
+            let start = clock();
+            while clock().wrapping_sub(start) < gap {}
+        }
+        *slot = ld();
+    }
+    loop {
+        for slot in x.iter_mut() {
+            if *slot >= v {
+                return;
+            }
+            *slot = ld();
+        }
+    }
 }
 
 /// One side of the ping-pong of [`pingpong_mode`] (`first`: this side sends
@@ -359,6 +401,14 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
         }
         if mode == 10 || mode == 11 || mode == 13 {
             shmem::signal_wait_until_relaxed(sig, shmem::Cmp::Ge, v);
+            return;
+        }
+        if mode == 15 {
+            poll_staggered::<2>(sig, v, 200);
+            return;
+        }
+        if mode == 16 {
+            poll_staggered::<4>(sig, v, 100);
             return;
         }
         loop {
@@ -399,7 +449,7 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
             shmem::signal_op_relaxed(e.peer_sig, v, shmem::SignalOp::Set, e.pe);
             return;
         }
-        if mode == 13 {
+        if mode == 13 || mode == 15 || mode == 16 {
             peer.signal_op_relaxed(v, shmem::SignalOp::Set);
             return;
         }
