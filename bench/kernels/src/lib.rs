@@ -480,8 +480,13 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
     if mode == 0 {
         *e.src = tag(first);
     }
-    for i in 1..=iters as u64 {
-        let v = base + i;
+    // A half-open u32 range, as NVSHMEM's `for (int i = 0; i < iter; i++)`: an
+    // inclusive u64 range (`1..=iters as u64`) kept its exhausted flag and
+    // 64-bit bounds in uniform registers, a dozen more instructions a hop in
+    // some modes' loops (SASS of `pingpong_blocks`, 2026-12-06).
+    let mut v = base;
+    for _ in 0..iters {
+        v += 1;
         if !first {
             wait(v);
         }
