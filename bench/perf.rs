@@ -27,7 +27,8 @@
 //!   (default): one chunk per block, `putmem_nbi_block`/`getmem_nbi_block`;
 //!   `warp`: one chunk per warp, `*_nbi_warp`; `thread`: one chunk per thread,
 //!   `putmem_nbi`/`getmem_nbi`; `block_cs`, `block_x8` (put only): hand-written
-//!   diagnostic copies (streaming stores; eight loads in flight). Grid = `--grid` or the
+//!   diagnostic copies (streaming stores; eight loads in flight); `block_gs` (put
+//!   only): `putmem_nbi_block` over 64 KiB pieces, grid-strided. Grid = `--grid` or the
 //!   default rule (`bandwidth::default_blocks`: 64–128 blocks up to 64 MiB, then S / 64 KiB;
 //!   at most 4224; NVSHMEM caps at 1056) × `--block` threads (default 512 for the block
 //!   scopes, 1024 for warp and thread; NVSHMEM's put_bw uses 1024). GB/s = S·iters /

@@ -45,6 +45,9 @@ pub enum Scope {
     /// Put only, a diagnostic of the copy loop: as `BlockCs` with plain
     /// stores and eight loads in flight per thread instead of four.
     BlockX8,
+    /// Put only, a diagnostic of the work split: the library's block put over
+    /// 64 KiB pieces, grid-strided (the grid walks the buffer together).
+    BlockGs,
 }
 
 impl Scope {
@@ -56,6 +59,7 @@ impl Scope {
             Scope::Block => "block",
             Scope::BlockCs => "block_cs",
             Scope::BlockX8 => "block_x8",
+            Scope::BlockGs => "block_gs",
         }
     }
 }
@@ -197,12 +201,11 @@ fn scopes(v: &str) -> Result<Vec<Scope>, String> {
             "block" => &[Scope::Block],
             "block_cs" => &[Scope::BlockCs],
             "block_x8" => &[Scope::BlockX8],
+            "block_gs" => &[Scope::BlockGs],
             "all" => &[Scope::Block, Scope::Warp, Scope::Thread],
-            other => {
-                return Err(format!(
-                    "unknown scope {other:?} (thread, warp, block, all; put-bw diagnostics block_cs, block_x8)"
-                ))
-            }
+            other => return Err(format!(
+                "unknown scope {other:?} (thread, warp, block, all; put-bw diagnostics block_cs, block_x8, block_gs)"
+            )),
         };
         for &a in add {
             if !out.contains(&a) {
@@ -242,7 +245,8 @@ struct Cli {
     #[arg(long, value_name = "BYTES", default_value = "1g", value_parser = gpushmem::parse_size)]
     max_size: u64,
     /// Scopes of the bandwidth kernels: thread, warp, block (comma-separated) or all; put-bw
-    /// also takes block_cs and block_x8, hand-written copies that measure the copy loop's choices
+    /// also takes block_cs and block_x8 (hand-written copies that measure the copy loop's choices)
+    /// and block_gs (the block put over 64 KiB pieces, grid-strided)
     // A full path: clap takes a bare `Vec` for a repeatable option.
     #[arg(long = "scope", value_name = "LIST", default_value = "block", value_parser = scopes)]
     scopes: std::vec::Vec<Scope>,
@@ -388,8 +392,10 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
     if o.max_grid == 0 {
         return Err("--max-grid must be at least 1".into());
     }
-    if o.what.contains(&"get-bw") && o.scopes.iter().any(|s| matches!(s, Scope::BlockCs | Scope::BlockX8)) {
-        return Err("--scope block_cs and block_x8 are put-bw diagnostics; get-bw has no such kernels".into());
+    if o.what.contains(&"get-bw")
+        && o.scopes.iter().any(|s| matches!(s, Scope::BlockCs | Scope::BlockX8 | Scope::BlockGs))
+    {
+        return Err("--scope block_cs, block_x8 and block_gs are put-bw diagnostics; get-bw has no such kernels".into());
     }
     if let Some(b) = o.block {
         if b == 0 || b > 1024 {
@@ -454,9 +460,10 @@ mod tests {
 
     #[test]
     fn diagnostics_and_modes() {
-        let o = p("put-bw --scope block,block_cs,block_x8").unwrap();
-        assert_eq!(o.scopes, [Scope::Block, Scope::BlockCs, Scope::BlockX8]);
-        assert_eq!(o.scopes.iter().map(|s| s.name()).collect::<Vec<_>>(), ["block", "block_cs", "block_x8"]);
+        let o = p("put-bw --scope block,block_cs,block_x8,block_gs").unwrap();
+        assert_eq!(o.scopes, [Scope::Block, Scope::BlockCs, Scope::BlockX8, Scope::BlockGs]);
+        let names = o.scopes.iter().map(|s| s.name()).collect::<Vec<_>>();
+        assert_eq!(names, ["block", "block_cs", "block_x8", "block_gs"]);
         assert_eq!(p("pingpong-placement --modes 13,11,13").unwrap().modes, Some(vec![13, 11, 13]));
         assert_eq!(p("pingpong-placement").unwrap().modes, None);
         assert_eq!(crate::bandwidth::default_threads(Scope::Block), 512);

@@ -165,6 +165,23 @@ bw_put_diag!(/// Put bandwidth diagnostic: a chunk per block, 4 loads in flight,
 bw_put_diag!(/// Put bandwidth diagnostic: a chunk per block, 8 loads in flight, plain stores.
     bw_put_block_x8, 8, false);
 
+/// Put bandwidth diagnostic: the library's `putmem_nbi_block` over 64 KiB
+/// pieces, block `b` taking pieces `b`, `b + grid`, … (the whole grid walks
+/// the buffer front to back together, as a grid-stride copy does, instead of
+/// each block streaming its own contiguous chunk), then `quiet_block`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn bw_put_block_gs(dest: *mut u8, src: *const u8, bytes: u64, pe: u32) {
+    const PIECE: u64 = 64 << 10;
+    let (grid, b) = (_grid_dim_x() as u64, _block_idx_x() as u64);
+    let mut start = b * PIECE;
+    while start < bytes {
+        let len = PIECE.min(bytes - start) as usize;
+        shmem::putmem_nbi_block(dest.add(start as usize), src.add(start as usize), len, pe);
+        start += grid * PIECE;
+    }
+    shmem::quiet_block();
+}
+
 /// `p` latency: thread 0 does `iters` × (`p` of a `u64` to `dest` on `pe`, then `quiet`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn p_latency(dest: *mut u64, pe: u32, iters: u32) {
