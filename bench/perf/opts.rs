@@ -203,9 +203,10 @@ fn scopes(v: &str) -> Result<Vec<Scope>, String> {
             "block_x8" => &[Scope::BlockX8],
             "block_gs" => &[Scope::BlockGs],
             "all" => &[Scope::Block, Scope::Warp, Scope::Thread],
-            other => return Err(format!(
-                "unknown scope {other:?} (thread, warp, block, all; put-bw diagnostics block_cs, block_x8, block_gs)"
-            )),
+            other => {
+                let diag = "put-bw diagnostics block_cs, block_x8, block_gs";
+                return Err(format!("unknown scope {other:?} (thread, warp, block, all; {diag})"));
+            }
         };
         for &a in add {
             if !out.contains(&a) {
