@@ -76,7 +76,10 @@
 //!   defines it (allreduce ×2(n−1)/n, the others ×(n−1)/n); time = slowest PE's
 //!   median per operation, PEs lined up by a stream-ordered barrier before each
 //!   timed span of up to 16 back-to-back operations. Every result is checked
-//!   against a CPU reference (a mismatch fails the subcommand).
+//!   against a CPU reference (a mismatch fails the subcommand). First
+//!   `floor_launch_time` and `floor_barrier_time` [0]: µs per empty kernel and
+//!   per `barrier_all_on_stream` on every PE, timed the same way (what a small
+//!   collective cannot go below when the PEs share a GPU).
 //! - `init` → `init`, `malloc_1gib`, `calloc_1gib` [PEs]: wall-clock ms of setting
 //!   up `--npes` (8) PEs with a 1 GiB + 64 MiB heap each, and of a collective
 //!   1 GiB malloc / calloc (slowest PE).
