@@ -62,6 +62,11 @@ impl Scope {
             Scope::BlockGs => "block_gs",
         }
     }
+
+    /// A put-bw diagnostic: there is no get-bw kernel of this scope.
+    pub fn put_only(self) -> bool {
+        matches!(self, Scope::BlockCs | Scope::BlockX8 | Scope::BlockGs)
+    }
 }
 
 /// The parsed command line.
@@ -393,9 +398,7 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
     if o.max_grid == 0 {
         return Err("--max-grid must be at least 1".into());
     }
-    if o.what.contains(&"get-bw")
-        && o.scopes.iter().any(|s| matches!(s, Scope::BlockCs | Scope::BlockX8 | Scope::BlockGs))
-    {
+    if o.what.contains(&"get-bw") && o.scopes.iter().any(|s| s.put_only()) {
         return Err("--scope block_cs, block_x8 and block_gs are put-bw diagnostics; get-bw has no such kernels".into());
     }
     if let Some(b) = o.block {
