@@ -8,7 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=nvptx64-nvidia-cuda
-out=target/doc-nvptx
+# Under CARGO_TARGET_DIR when set (a checkout that must stay read-only), else target/.
+out=${CARGO_TARGET_DIR:-target}/doc-nvptx
 RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=sm_90" RUSTDOCFLAGS="-D warnings" \
   cargo doc --quiet --no-deps -p gpushmem-kernels --target "$target" -Zbuild-std=core --target-dir "$out"
 doc="$out/$target/doc/gpushmem_kernels"

@@ -116,6 +116,7 @@ impl Shmem {
     }
 
     /// Copies `nelems` of `src` on team member `root` into `dest` on every member (collective over `team`).
+    /// Checked, ordered and completed as [`Shmem::allreduce_on_stream`] says.
     pub fn broadcast_on_stream<T: bytemuck::Pod>(
         &self,
         team: &Team,
@@ -139,6 +140,7 @@ impl Shmem {
     }
 
     /// All-gather: member `k`'s `nelems` of `src` land at `dest[k * nelems..]` on every member.
+    /// Checked, ordered and completed as [`Shmem::allreduce_on_stream`] says.
     pub fn fcollect_on_stream<T: bytemuck::Pod>(
         &self,
         team: &Team,
@@ -158,6 +160,7 @@ impl Shmem {
     }
 
     /// All-to-all: block `j` of member `i`'s `src` lands at block `i` of member `j`'s `dest` (blocks of `nelems`).
+    /// Checked, ordered and completed as [`Shmem::allreduce_on_stream`] says.
     pub fn alltoall_on_stream<T: bytemuck::Pod>(
         &self,
         team: &Team,
@@ -205,6 +208,20 @@ impl Shmem {
     }
 
     /// All-reduce: `dest[i] = op` over every member's `src[i]`, `i < n`, the same bits on every member.
+    ///
+    /// The rules of every `*_on_stream` collective:
+    /// - Every member of `team` makes the same call, with the same counts
+    ///   (`n`, `nelems`), `op` and `root`, in the same order on its
+    ///   stream; PEs outside the team do not call. Counts are not compared
+    ///   across members (as in NVSHMEM): keep them equal.
+    /// - `dest` and `src` need at least the elements the call uses (here `n`
+    ///   each; the first `n` are used, the rest untouched) and must not
+    ///   overlap; otherwise, or when this PE is not in `team`, an
+    ///   [`Error::Config`] naming the call, and nothing is launched.
+    /// - It returns once the kernel is queued: `dest` is complete, on every
+    ///   member, for work queued after it on `stream`; before reading it on
+    ///   the host, wait for the stream (`shmem.synchronize()` when `stream` is
+    ///   `shmem.stream()`, as `read` needs anyway).
     pub fn allreduce_on_stream<T: ReduceType>(
         &self,
         team: &Team,
@@ -218,6 +235,7 @@ impl Shmem {
     }
 
     /// Reduce-scatter: member `k` gets `dest[i] = op` over every member's `src[k * n + i]`, `i < n`.
+    /// Checked, ordered and completed as [`Shmem::allreduce_on_stream`] says.
     pub fn reducescatter_on_stream<T: ReduceType>(
         &self,
         team: &Team,

@@ -22,9 +22,10 @@
 //! let src = shmem.malloc::<u8>(n)?;           // collective, same offset on every PE
 //! let dst = shmem.calloc::<u8>(n)?;
 //! let module = shmem.load_module_prebuilt("my-kernels", PTX, CUBIN)?; // collective
-//! let k = module.kernel("ring_shift")?;       // ring_shift(dest: *mut u8, src: *const u8, n: u64)
+//! let k = module.kernel("ring_shift")?;       // ring_shift(dest: Sym<u8>, src: Sym<u8>)
 //! let one = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (512, 1, 1), shared_mem_bytes: 0 };
-//! unsafe { shmem.launch_collective(&k, one, (dst.as_kernel_ptr(), src.as_kernel_ptr(), n as u64))? };
+//! // SAFETY: the arguments match the kernel: each `&SymSlice<u8>` arrives as its `Sym<u8>`.
+//! unsafe { shmem.launch_collective(&k, one, (&dst, &src))? };
 //! shmem.synchronize()?;
 //! # Ok::<(), gpushmem::Error>(())
 //! ```
@@ -76,9 +77,18 @@ mod stream_ops;
 mod team;
 mod threads;
 
+/// The `Pod` bound of heap elements and host collectives (`malloc::<T>`,
+/// `read`, `allgather_host`): plain numbers, arrays of them, and your own
+/// `#[repr(C)]` structs with `#[derive(Clone, Copy, bytemuck::Pod,
+/// bytemuck::Zeroable)]` (add `bytemuck = { version = "1", features =
+/// ["derive"] }`); tuples are not `Pod` (their layout is not fixed).
+pub use bytemuck;
 pub use collective_ops::ReduceType;
 pub use config::{parse_size, Config};
 pub use cudarc;
+/// A kernel launch's shape: `grid_dim`, `block_dim` (each `(x, y, z)`) and
+/// `shared_mem_bytes` of dynamic shared memory (cudarc's, re-exported).
+#[doc(no_inline)]
 pub use cudarc::driver::LaunchConfig;
 pub use error::{Error, Result};
 pub use gpushmem_kernels::abi;

@@ -478,7 +478,9 @@ impl Shmem {
     /// Collective, host only: every PE's `value`, in PE order (PE `i`'s at
     /// index `i`); for gathering small per-PE results (a time, a verdict) on
     /// the host. It goes over the bootstrap, not the GPU: it neither waits
-    /// for nor orders anything on the streams.
+    /// for nor orders anything on the streams. `T` is any [`bytemuck::Pod`]
+    /// value (a number, an array, a `#[repr(C)]` struct deriving `Pod`; see
+    /// [`crate::bytemuck`]); gather a pair as a `[u64; 2]` or such a struct.
     ///
     /// Checked like every collective call: a PE in another collective call
     /// (say `malloc`), or gathering a type of another size, makes every PE

@@ -1,4 +1,4 @@
-//! Who may join a socket bootstrap: a process of this user ([`peer_cred`],
+//! Who may join a socket bootstrap: a process of this user (its peer credentials,
 //! checked by both ends before any payload) that knows the job's secret
 //! ([`Secret`], proved by an HMAC-SHA256 over fresh nonces, never sent).
 //!

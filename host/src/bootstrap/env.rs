@@ -26,7 +26,7 @@
 //! given (except that a symbolic link there is refused), and the
 //! peer-credential and secret checks alone keep strangers out.
 //! Otherwise a socket `<job key>.sock` in this user's private rendezvous
-//! directory ([`super::rendezvous`]: `$XDG_RUNTIME_DIR/gpushmem` or
+//! directory (`$XDG_RUNTIME_DIR/gpushmem` or
 //! `/tmp/gpushmem-<uid>`, mode 0700, checked before use), where the job key is
 //! something every rank of one launch on this node sees alike, and two
 //! concurrent launches do not:

@@ -8,7 +8,7 @@
 //!
 //! Only processes of this user that know the job's secret can join
 //! ([`auth`]), and the default meeting place is a private directory
-//! ([`rendezvous`]).
+//! (module `rendezvous`: `$XDG_RUNTIME_DIR/gpushmem`, mode 0700).
 //!
 //! Every wait has a timeout ([`crate::Config::bootstrap_timeout`]) and its
 //! error names the PEs that did not arrive.

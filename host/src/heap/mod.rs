@@ -16,8 +16,11 @@ use std::sync::Mutex;
 
 /// `len` elements of `T` in the symmetric heap: the same offset on every PE.
 ///
-/// Pass [`SymSlice::as_kernel_ptr`] to a kernel; device calls such as
-/// `put_nbi(dest, …, pe)` translate it to PE `pe`'s copy. Free it with
+/// Pass `&slice` in a launch's argument tuple: the kernel receives it as its
+/// `Sym<T>` handle (offset and length), whose safe calls (`dest.put_nbi(src,
+/// pe)`, …) check bounds and the PE. [`SymSlice::as_kernel_ptr`] gives the raw
+/// address instead, for kernels that take pointers (`unsafe` device calls such
+/// as `putmem_nbi(dest_ptr, …, pe)` translate it to PE `pe`'s copy). Free it with
 /// [`crate::Shmem::free`] (collective); it is not freed on drop, since a drop
 /// is not collective (the whole heap is released at finalize).
 #[derive(Debug)]
