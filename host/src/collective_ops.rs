@@ -212,8 +212,11 @@ impl Shmem {
     /// The rules of every `*_on_stream` collective:
     /// - Every member of `team` makes the same call, with the same counts
     ///   (`n`, `nelems`), `op` and `root`, in the same order on its
-    ///   stream; PEs outside the team do not call. Counts are not compared
-    ///   across members (as in NVSHMEM): keep them equal.
+    ///   stream; PEs outside the team do not call. With debug checks on
+    ///   (`GPUSHMEM_DEBUG_CHECKS=1`) the kernel compares each member's
+    ///   arguments with the next member's and traps, naming both, where they
+    ///   differ; without, they are not compared (as in NVSHMEM), and a
+    ///   mismatch gives wrong results or a sync that times out.
     /// - `dest` and `src` need at least the elements the call uses (here `n`
     ///   each; the first `n` are used, the rest untouched) and must not
     ///   overlap; otherwise, or when this PE is not in `team`, an

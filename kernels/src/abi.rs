@@ -214,6 +214,15 @@ impl SignalOp {
 pub mod sync_area {
     /// Offset of this PE's own barrier sequence counter (u64, written only locally).
     pub const BARRIER_SEQ: u64 = 0;
+    /// Offset of this PE's count of native collectives on the team run with
+    /// debug checks on (u64, written by this PE with release, read by the
+    /// previous member; see [`COLL_ARGS`]).
+    pub const COLL_SEQ: u64 = 8;
+    /// Offset of the arguments of this PE's latest such collective (two u64:
+    /// size in bytes; kind, operator and root), which the previous member
+    /// compares with its own so that members passing different sizes trap
+    /// with both sets named instead of reading past a buffer or hanging.
+    pub const COLL_ARGS: u64 = 16;
     /// Offset of the grid barrier's arrival count (u32, local atomics only):
     /// blocks of this PE's grid that reached the current grid barrier.
     pub const GRID_ARRIVE: u64 = 32;

@@ -904,8 +904,48 @@ pub fn large() -> TestResult {
     Ok(())
 }
 
+/// Child scenario `misuse_sizes_differ`: two PEs (threads), debug checks on.
+/// First right calls, which the argument comparison must let through: an
+/// `allreduce_on_stream` of 1 Mi f32 (two-shot, many blocks) and an
+/// `fcollect_on_stream`, both checked. Then PE 0 all-reduces 1024 elements
+/// and PE 1 512 (a four-byte size per member is no excuse for reading past
+/// the shorter one's data): a trap naming both.
+fn sizes_differ_child() -> gpushmem::Result<()> {
+    let cfg = gpushmem::Config { debug_checks: true, ..config(64 << 20) };
+    gpushmem::Threads::new(2)
+        .config(cfg)
+        .run(|shmem| {
+            let (me, team) = (shmem.my_pe(), shmem.team_world());
+            let n = 1 << 20;
+            let src = shmem.malloc::<f32>(n)?;
+            let dst = shmem.calloc::<f32>(n)?;
+            shmem.write(&src, &(0..n).map(|i| (i % 7 + me) as f32).collect::<Vec<_>>())?;
+            let check = |what: &str, want: &dyn Fn(usize) -> f32| -> gpushmem::Result<()> {
+                shmem.synchronize()?;
+                let got = shmem.read(&dst)?;
+                if let Some(i) = (0..n).find(|&i| got[i] != want(i)) {
+                    println!("WRONG: {what} on PE {me}, element {i}: {} (want {})", got[i], want(i));
+                }
+                Ok(())
+            };
+            shmem.allreduce_on_stream(&team, &dst, &src, n, ReduceOp::Sum, shmem.stream())?;
+            check("allreduce", &|i| (2 * (i % 7) + 1) as f32)?;
+            shmem.fcollect_on_stream(&team, &dst, &src, n / 2, shmem.stream())?;
+            check("fcollect", &|i| (i % (n / 2) % 7 + i / (n / 2)) as f32)?;
+            let mine = if me == 0 { 1024 } else { 512 };
+            shmem.allreduce_on_stream(&team, &dst, &src, mine, ReduceOp::Sum, shmem.stream())?;
+            shmem.synchronize()?;
+            println!("NO ERROR: the kernel returned normally");
+            Ok(())
+        })
+        .map(|_| ())
+}
+
 /// Child scenarios `misuse_*` (run with GPUSHMEM_DEBUG_CHECKS=1): one misuse each, which must trap.
 pub fn misuse_child(name: &str) -> gpushmem::Result<()> {
+    if name == "misuse_sizes_differ" {
+        return sizes_differ_child();
+    }
     if name == "misuse_team_non_member" {
         // Two PEs (threads): PE 0 calls a barrier on the team {1}.
         let cfg = gpushmem::Config { debug_checks: true, ..config(16 << 20) };
@@ -955,6 +995,9 @@ fn expect_misuse_with(scenario: &str, needles: &[&str], debug_checks: &str) -> T
     if text.contains("NO ERROR") {
         return Err(format!("{scenario}: the kernel returned normally:\n{text}").into());
     }
+    if text.contains("WRONG:") {
+        return Err(format!("{scenario}: a right call before the misuse gave a wrong result:\n{text}").into());
+    }
     println!(
         "  {scenario} ({took:.1?}): {}",
         text.lines().filter(|l| l.contains("gpushmem:")).take(2).collect::<Vec<_>>().join(" | ")
@@ -989,6 +1032,15 @@ pub fn reduce_and_f32_traps() -> TestResult {
 /// `reduce` whose destination overlaps its source traps naming both addresses.
 pub fn reduce_overlap_traps() -> TestResult {
     expect_misuse("misuse_reduce_overlap", &["reduce: dest 0x", "overlaps source 0x"])
+}
+
+/// With debug checks on, members that pass different sizes to a collective
+/// trap naming both (see `sizes_differ_child`), after right calls passed.
+pub fn sizes_differ_traps() -> TestResult {
+    expect_misuse(
+        "misuse_sizes_differ",
+        &["the team's members passed different arguments", "reduce of 4096 bytes", "reduce of 2048 bytes"],
+    )
 }
 
 /// The `_grid` forms (`coll_grid_forms`): every collective on the world team

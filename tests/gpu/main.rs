@@ -257,6 +257,7 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("errors::team_non_member_traps", collective::team_non_member_traps));
     t.push(test("errors::reduce_and_f32_traps", collective::reduce_and_f32_traps));
     t.push(test("errors::reduce_overlap_traps", collective::reduce_overlap_traps));
+    t.push(test("errors::collective_sizes_differ_traps", collective::sizes_differ_traps));
     t.push(test("litmus::mp_fence_4pe", litmus::mp_fence));
     t.push(test("litmus::mp_quiet_4pe", litmus::mp_quiet));
     t.push(test("litmus::mp_put_signal_4pe", litmus::mp_put_signal));

@@ -14,15 +14,99 @@
 //! (the `_grid` forms) every block of the grid shares the data movement.
 //!
 //! The arguments were checked by [`crate::collective`] (membership, root,
-//! overlap, operator); `d` is this PE's view of `team`.
+//! overlap, operator); `d` is this PE's view of `team`. With debug checks on,
+//! [`enter`] also compares each member's arguments with the next member's.
 
-use super::native::{remote, team_sync_group};
-use crate::abi::{TeamDesc, REDUCE_TWO_SHOT_MIN_BYTES};
+use super::native::{peer_address, remote, team_sync_group};
+use crate::abi::{sync_area, TeamDesc, FLAG_DEBUG_CHECKS, REDUCE_TWO_SHOT_MIN_BYTES};
 use crate::copy::copy_bytes;
 use crate::group::Group;
 use crate::reduce::{ReduceOp, Reducible};
 use crate::team::Team;
+use crate::{debug, ptx, state, wait};
 use core::ffi::CStr;
+
+/// Which collective a member is in, as [`Args`] records it.
+#[derive(Clone, Copy)]
+#[repr(u64)]
+enum Kind {
+    Broadcast = 1,
+    Fcollect = 2,
+    Alltoall = 3,
+    Reduce = 4,
+    Reducescatter = 5,
+}
+
+/// The names [`enter`]'s message gives the kinds (index = `Kind as usize`).
+const KIND_NAMES: [&CStr; 6] = [c"?", c"broadcast", c"fcollect", c"alltoall", c"reduce", c"reducescatter"];
+
+/// What a member passed to a collective: what every member must pass alike.
+#[derive(Clone, Copy)]
+struct Args {
+    kind: Kind,
+    /// The size the call was given, in bytes (per member's block for fcollect/alltoall).
+    bytes: usize,
+    /// The operator of a reduction (0 otherwise).
+    op: u32,
+    /// The root of a broadcast (0 otherwise).
+    root: u32,
+}
+
+impl Args {
+    /// The two words of [`sync_area::COLL_ARGS`].
+    #[inline(always)]
+    fn words(self) -> [u64; 2] {
+        [self.bytes as u64, (self.kind as u64) << 56 | (self.op as u64) << 32 | self.root as u64]
+    }
+}
+
+/// The first team sync of every native collective. With debug checks on, the
+/// group's leader first publishes this member's [`Args`] in its team slot
+/// (then a release store of its collective count), and after the sync waits
+/// (bounded) until the next member has published the same collective, then
+/// compares: members whose sizes, operator, root or collective differ trap
+/// with both sets named, instead of one reading past the other's buffer or
+/// waiting at a sync the other never reaches. Comparing each member with the
+/// next covers the team: if any two differ, some neighbouring pair does. The
+/// next member cannot publish its following collective before this one's
+/// closing sync, which this member reaches only after the comparison.
+#[inline(always)]
+unsafe fn enter(team: Team, d: &TeamDesc, g: Group, args: Args, call: &CStr) {
+    let check = state().flags & FLAG_DEBUG_CHECKS != 0 && d.size > 1;
+    let slot = state().heap_base + TeamDesc::slot_offset(team.0);
+    let (seq_ptr, args_ptr) = ((slot + sync_area::COLL_SEQ) as *mut u64, (slot + sync_area::COLL_ARGS) as *mut u64);
+    let mine = args.words();
+    let mut seq = 0;
+    if check && g.is_leader() {
+        // SAFETY: this PE's slot of `team`; the words are written only here, by one leader at a time.
+        unsafe {
+            seq = seq_ptr.read_volatile() + 1;
+            args_ptr.write_volatile(mine[0]);
+            args_ptr.add(1).write_volatile(mine[1]);
+            ptx::st_release_sys_u64(seq_ptr, seq);
+        }
+    }
+    team_sync_group(team, g, false, call);
+    if check && g.is_leader() {
+        let next = d.world_pe((d.my_index + 1) % d.size);
+        // SAFETY: the same slot on the next member, mapped like the rest of its heap (the
+        // sync above reached it, so it is reachable); the wait acquires before the reads.
+        let theirs = unsafe {
+            let (seq_at, args_at) = (peer_address(seq_ptr, next), peer_address(args_ptr, next));
+            wait::wait_counter_reaches(seq_at, seq, call);
+            [args_at.read_volatile(), args_at.add(1).read_volatile()]
+        };
+        if theirs != mine {
+            let field = |w: [u64; 2]| [w[1] >> 56, w[0], w[1] >> 32 & 0xff, w[1] & 0xffff_ffff];
+            let name = |k: u64| KIND_NAMES.get(k as usize).unwrap_or(&KIND_NAMES[0]).as_ptr() as u64;
+            let ([k0, b0, o0, r0], [k1, b1, o1, r1]) = (field(mine), field(theirs));
+            debug::fail(
+                c"gpushmem: %s: the team's members passed different arguments: PE %llu: %s of %llu bytes (op %llu, root %llu); PE %llu: %s of %llu bytes (op %llu, root %llu). Every member must make the same collective call with the same sizes, operator and root\n",
+                &[call.as_ptr() as u64, state().my_pe as u64, name(k0), b0, o0, r0, next as u64, name(k1), b1, o1, r1],
+            );
+        }
+    }
+}
 
 /// `bytes` of `src` on member `root` into `dest` on every member.
 #[inline(always)]
@@ -37,7 +121,7 @@ pub(crate) unsafe fn broadcast(
     g: Group,
     call: &CStr,
 ) {
-    team_sync_group(team, g, false, call);
+    enter(team, d, g, Args { kind: Kind::Broadcast, bytes, op: 0, root }, call);
     copy_bytes(dest, remote(src, bytes, d.world_pe(root), call), bytes, g);
     team_sync_group(team, g, false, call);
 }
@@ -53,7 +137,7 @@ pub(crate) unsafe fn fcollect(
     g: Group,
     call: &CStr,
 ) {
-    team_sync_group(team, g, false, call);
+    enter(team, d, g, Args { kind: Kind::Fcollect, bytes, op: 0, root: 0 }, call);
     for k in 0..d.size {
         // Start at the next member so the members do not all read the same one first.
         let m = (d.my_index + 1 + k) % d.size;
@@ -73,7 +157,7 @@ pub(crate) unsafe fn alltoall(
     g: Group,
     call: &CStr,
 ) {
-    team_sync_group(team, g, false, call);
+    enter(team, d, g, Args { kind: Kind::Alltoall, bytes, op: 0, root: 0 }, call);
     for k in 0..d.size {
         let m = (d.my_index + 1 + k) % d.size;
         let theirs = src.add(d.my_index as usize * bytes);
@@ -98,8 +182,8 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     call: &CStr,
 ) {
     let size = core::mem::size_of::<T>();
+    enter(team, d, g, Args { kind: Kind::Reduce, bytes: n * size, op: op as u32, root: 0 }, call);
     if n * size < REDUCE_TWO_SHOT_MIN_BYTES || d.size == 1 {
-        team_sync_group(team, g, false, call);
         combine(d, dest, src, n, op, g, call);
         team_sync_group(team, g, false, call);
         return;
@@ -112,7 +196,6 @@ pub(crate) unsafe fn reduce<T: Reducible>(
         let lo = (m as usize * per).min(n);
         (lo, (lo + per).min(n) - lo)
     };
-    team_sync_group(team, g, false, call);
     let (lo, len) = chunk(d.my_index);
     combine(d, dest.add(lo), src.add(lo), len, op, g, call);
     team_sync_group(team, g, false, call);
@@ -138,7 +221,8 @@ pub(crate) unsafe fn reducescatter<T: Reducible>(
     g: Group,
     call: &CStr,
 ) {
-    team_sync_group(team, g, false, call);
+    let bytes = n * core::mem::size_of::<T>();
+    enter(team, d, g, Args { kind: Kind::Reducescatter, bytes, op: op as u32, root: 0 }, call);
     combine(d, dest, src.add(d.my_index as usize * n), n, op, g, call);
     team_sync_group(team, g, false, call);
 }
