@@ -5,7 +5,7 @@
 #   gpushmem-perf, gpushmem-run, gpu.gz (the release `gpu` test binary, stripped), c.sh
 #   device run carry=["stage-perf"] command="bash stage-perf/c.sh"
 # Every step has its own timeout; steps start only while the call has time left
-# (LIMIT seconds, default 560); results are tarred to $OUT/c.tgz after each step.
+# (LIMIT seconds, default 480); results are tarred to $OUT/c.tgz after each step.
 set -u
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 cd "$(dirname "$0")"; P=$PWD/gpushmem-perf; O=/tmp/c; mkdir -p $O; T0=$(date +%s)
@@ -15,7 +15,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $O/gpu.txt
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 echo "ncu=$NCU" > $O/times.txt
 t(){ local n=$1 lim=$2; shift 2; local s=$(date +%s)
-  if [ $(( s - T0 + 10 )) -ge ${LIMIT:-560} ]; then echo "$n skipped (no time left)" >> $O/times.txt; return; fi
+  if [ $(( s - T0 + 10 )) -ge ${LIMIT:-480} ]; then echo "$n skipped (no time left)" >> $O/times.txt; return; fi
   timeout $lim "$@" > $O/$n.log 2>&1; echo "$n rc=$? $(( $(date +%s)-s ))s" >> $O/times.txt
   tar -C /tmp -czf "$OUT/c.tgz" c; }
 (bash ../bench/nvshmem/build.sh /tmp/nvb > $O/nvb.log 2>&1; echo done > $O/nvb.done) &
