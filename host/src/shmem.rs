@@ -136,6 +136,10 @@ impl Shmem {
         single_node: bool,
     ) -> Result<Parts> {
         let me = boot.rank();
+        // The device code's checks must be alike on every PE: the collectives'
+        // argument comparison (debug checks) waits for every member's arguments.
+        let checks = [("GPUSHMEM_DEBUG_CHECKS", config.debug_checks as u64)];
+        agree_exchange(boot, "init", &checks, Ok(()), &[])?;
         let n_dev = driver::device_count()?;
         let device = device.unwrap_or(local_rank % n_dev);
         if device >= n_dev {

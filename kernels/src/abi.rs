@@ -221,7 +221,7 @@ pub mod sync_area {
     /// Offset of the arguments of this PE's latest such collective (two u64:
     /// size in bytes; kind, operator and root), which the previous member
     /// compares with its own so that members passing different sizes trap
-    /// with both sets named instead of reading past a buffer or hanging.
+    /// with both sets named instead of computing a wrong result or hanging.
     pub const COLL_ARGS: u64 = 16;
     /// Offset of the grid barrier's arrival count (u32, local atomics only):
     /// blocks of this PE's grid that reached the current grid barrier.

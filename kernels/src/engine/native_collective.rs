@@ -64,9 +64,12 @@ impl Args {
 /// group's leader first publishes this member's [`Args`] in its team slot
 /// (then a release store of its collective count), and after the sync waits
 /// (bounded) until the next member has published the same collective, then
-/// compares: members whose sizes, operator, root or collective differ trap
-/// with both sets named, instead of one reading past the other's buffer or
-/// waiting at a sync the other never reaches. Comparing each member with the
+/// compares: members whose sizes, operator, root or collective (broadcast,
+/// fcollect, alltoall, reduce, reducescatter) differ trap with both sets
+/// named, instead of a wrong result or a sync that times out. Only the leader
+/// compares: the group's other threads may meanwhile start the data movement
+/// with their own sizes (loads within the heap; the kernel then traps).
+/// Comparing each member with the
 /// next covers the team: if any two differ, some neighbouring pair does. The
 /// next member cannot publish its following collective before this one's
 /// closing sync, which this member reaches only after the comparison.
