@@ -55,6 +55,10 @@ pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
 
 /// Waits until the local signal `sig <cmp> value` (`nvshmem_signal_wait_until`);
 /// returns the signal's value. Bounded by the state's timeout; acquire on return.
+/// A thread-level call: any number of threads may wait on one word, each
+/// returning on its own; for a block, one thread waiting then
+/// [`crate::thread::sync_block`] makes the data the signal published visible
+/// to the whole block and polls the word once.
 ///
 /// # Safety
 /// As [`signal_fetch`].

@@ -252,6 +252,8 @@ impl Sym<u64> {
 
     /// Waits until this PE's signal `<cmp> value` (`nvshmem_signal_wait_until`);
     /// bounded by the job's timeout; acquire on return; returns the value.
+    /// Per thread, as [`crate::signal::signal_wait_until`] (one thread waiting,
+    /// then `sync_block`, is the block form).
     #[inline(always)]
     pub fn signal_wait_until(&self, cmp: Cmp, value: u64) -> u64 {
         check_len(self.len(), 1, c"the signal", c"Sym::signal_wait_until");
