@@ -22,7 +22,7 @@ t(){ local n=$1 lim=$2; shift 2; local s=$(date +%s)
 t t-sizes 90 ./gpu --exact errors::collective_sizes_differ_traps
 t place 90 $P pingpong-placement --modes 13,11,10,15,13,11,10,15 --csv $O/place-native.csv
 t putbw 90 $P put-bw --scope block,block_gs --min-size 1m --max-size 1g --csv $O/putbw.csv
-while [ ! -f $O/nvb.done ] && [ $(( $(date +%s) - T0 )) -lt $(( ${LIMIT:-480} - 120 )) ]; do sleep 1; done
+while [ ! -x /tmp/nvb/run-nvshmem-perf ] && [ $(( $(date +%s) - T0 )) -lt $(( ${LIMIT:-480} - 40 )) ]; do sleep 1; done
 t place-cpp 60 /tmp/nvb/run-nvshmem-perf pingpong-placement --csv $O/place-cpp.csv
 t cpp-putbw 60 /tmp/nvb/run-nvshmem-perf put-bw --min-size 8m --max-size 256m --csv $O/cpp-putbw.csv
 t t-dbg 150 ./gpu --exact collective::quick_debug_checks_8pe
