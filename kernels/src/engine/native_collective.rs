@@ -69,10 +69,10 @@ impl Args {
 /// named, instead of a wrong result or a sync that times out. Only the leader
 /// compares: the group's other threads may meanwhile start the data movement
 /// with their own sizes (loads within the heap; the kernel then traps).
-/// Comparing each member with the
-/// next covers the team: if any two differ, some neighbouring pair does. The
-/// next member cannot publish its following collective before this one's
-/// closing sync, which this member reaches only after the comparison.
+/// Comparing each member with the next covers the team: if any two differ,
+/// some neighbouring pair does. The next member cannot publish its following
+/// collective before this one's closing sync, which this member reaches only
+/// after the comparison.
 #[inline(always)]
 unsafe fn enter(team: Team, d: &TeamDesc, g: Group, args: Args, call: &CStr) {
     let check = state().flags & FLAG_DEBUG_CHECKS != 0 && d.size > 1;
@@ -104,7 +104,9 @@ unsafe fn enter(team: Team, d: &TeamDesc, g: Group, args: Args, call: &CStr) {
             let name = |k: u64| KIND_NAMES.get(k as usize).unwrap_or(&KIND_NAMES[0]).as_ptr() as u64;
             let ([k0, b0, o0, r0], [k1, b1, o1, r1]) = (field(mine), field(theirs));
             debug::fail(
-                c"gpushmem: %s: the team's members passed different arguments: PE %llu: %s of %llu bytes (op %llu, root %llu); PE %llu: %s of %llu bytes (op %llu, root %llu). Every member must make the same collective call with the same sizes, operator and root\n",
+                c"gpushmem: %s: the team's members passed different arguments: \
+                  PE %llu: %s of %llu bytes (op %llu, root %llu); PE %llu: %s of %llu bytes (op %llu, root %llu). \
+                  Every member must make the same collective call with the same sizes, operator and root\n",
                 &[call.as_ptr() as u64, state().my_pe as u64, name(k0), b0, o0, r0, next as u64, name(k1), b1, o1, r1],
             );
         }
