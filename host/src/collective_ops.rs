@@ -221,8 +221,8 @@ impl Shmem {
     ///   each; the first `n` are used, the rest untouched) and must not
     ///   overlap; otherwise, or when this PE is not in `team`, an
     ///   [`Error::Config`] naming the call, and nothing is launched.
-    /// - It returns once the kernel is queued: `dest` is complete, on every
-    ///   member, for work queued after it on `stream`; before reading it on
+    /// - It returns once the kernel is queued: this member's `dest` is
+    ///   complete for work queued after it on `stream`; before reading it on
     ///   the host, wait for the stream (`shmem.synchronize()` when `stream` is
     ///   `shmem.stream()`, as `read` needs anyway).
     pub fn allreduce_on_stream<T: ReduceType>(
