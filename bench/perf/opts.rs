@@ -63,9 +63,17 @@ impl Scope {
         }
     }
 
-    /// A put-bw diagnostic: there is no get-bw kernel of this scope.
+    /// The put-bw diagnostics: scopes with no get-bw kernel.
+    pub const PUT_ONLY: [Scope; 3] = [Scope::BlockCs, Scope::BlockX8, Scope::BlockGs];
+
+    /// A put-bw diagnostic ([`Scope::PUT_ONLY`]): there is no get-bw kernel of this scope.
     pub fn put_only(self) -> bool {
-        matches!(self, Scope::BlockCs | Scope::BlockX8 | Scope::BlockGs)
+        Scope::PUT_ONLY.contains(&self)
+    }
+
+    /// The names of [`Scope::PUT_ONLY`], for messages: "block_cs, block_x8, block_gs".
+    fn put_only_names() -> String {
+        Scope::PUT_ONLY.map(Scope::name).join(", ")
     }
 }
 
@@ -209,8 +217,8 @@ fn scopes(v: &str) -> Result<Vec<Scope>, String> {
             "block_gs" => &[Scope::BlockGs],
             "all" => &[Scope::Block, Scope::Warp, Scope::Thread],
             other => {
-                let diag = "put-bw diagnostics block_cs, block_x8, block_gs";
-                return Err(format!("unknown scope {other:?} (thread, warp, block, all; {diag})"));
+                let diag = Scope::put_only_names();
+                return Err(format!("unknown scope {other:?} (thread, warp, block, all; put-bw diagnostics {diag})"));
             }
         };
         for &a in add {
@@ -399,7 +407,8 @@ fn check(c: Cli, pes_given: bool, npes_given: bool) -> Result<Opts, String> {
         return Err("--max-grid must be at least 1".into());
     }
     if o.what.contains(&"get-bw") && o.scopes.iter().any(|s| s.put_only()) {
-        return Err("--scope block_cs, block_x8 and block_gs are put-bw diagnostics; get-bw has no such kernels".into());
+        let diag = Scope::put_only_names();
+        return Err(format!("--scope {diag} are put-bw diagnostics; get-bw has no such kernels"));
     }
     if let Some(b) = o.block {
         if b == 0 || b > 1024 {

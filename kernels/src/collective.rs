@@ -21,16 +21,16 @@
 //! group; `source` may be reused. `dest` must not overlap `source` (debug
 //! checks trap if it does). `root` and all PE numbers are team-relative.
 
+use crate::debug;
 use crate::engine;
 use crate::group::Group;
 use crate::reduce::{ReduceOp, Reducible};
 use crate::team::{member_desc, Team};
-use crate::{abi, debug, state};
 use core::ffi::CStr;
 
 #[inline(always)]
 fn check_no_overlap(dest: *const u8, db: usize, src: *const u8, sb: usize, call: &CStr) {
-    if state().flags & abi::FLAG_DEBUG_CHECKS != 0 {
+    if debug::checks_on() {
         let (d, s) = (dest as usize, src as usize);
         if d < s + sb && s < d + db {
             debug::fail(
@@ -45,7 +45,7 @@ fn check_no_overlap(dest: *const u8, db: usize, src: *const u8, sb: usize, call:
 unsafe fn broadcast_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, root: u32, g: Group, call: &CStr) {
     let d = member_desc(team, call);
     check_no_overlap(dest, bytes, src, bytes, call);
-    if state().flags & abi::FLAG_DEBUG_CHECKS != 0 && root >= d.size {
+    if debug::checks_on() && root >= d.size {
         debug::fail(
             c"gpushmem: %s: root %llu is not a member number of a team of %llu\n",
             &[call.as_ptr() as u64, root as u64, d.size as u64],

@@ -28,8 +28,9 @@ pub fn fail_str(fmt: &CStr, s: &str, n: u64) -> ! {
     fail(fmt, &[s.len() as u64, s.as_ptr() as u64, n])
 }
 
+/// Whether the state asks for debug checks ([`crate::abi::FLAG_DEBUG_CHECKS`]).
 #[inline(always)]
-fn checks_on() -> bool {
+pub(crate) fn checks_on() -> bool {
     state().flags & abi::FLAG_DEBUG_CHECKS != 0
 }
 

@@ -18,7 +18,7 @@
 //! [`enter`] also compares each member's arguments with the next member's.
 
 use super::native::{peer_address, remote, team_sync_group};
-use crate::abi::{sync_area, TeamDesc, FLAG_DEBUG_CHECKS, REDUCE_TWO_SHOT_MIN_BYTES};
+use crate::abi::{sync_area, TeamDesc, REDUCE_TWO_SHOT_MIN_BYTES};
 use crate::copy::copy_bytes;
 use crate::group::Group;
 use crate::reduce::{ReduceOp, Reducible};
@@ -75,7 +75,7 @@ impl Args {
 /// after the comparison.
 #[inline(always)]
 unsafe fn enter(team: Team, d: &TeamDesc, g: Group, args: Args, call: &CStr) {
-    let check = state().flags & FLAG_DEBUG_CHECKS != 0 && d.size > 1;
+    let check = debug::checks_on() && d.size > 1;
     let slot = state().heap_base + TeamDesc::slot_offset(team.0);
     let (seq_ptr, args_ptr) = ((slot + sync_area::COLL_SEQ) as *mut u64, (slot + sync_area::COLL_ARGS) as *mut u64);
     let mine = args.words();
