@@ -263,7 +263,8 @@ pub fn slots() -> TestResult {
         let mut handles = Vec::new();
         let module = kernels(shmem)?;
         let k = module.kernel("team_barrier_rounds")?;
-        let buf = shmem.calloc::<u64>(2 * n)?;
+        // Two halves of n slots per barrier run; three runs at once in part 4.
+        let buf = shmem.calloc::<u64>(3 * 2 * n)?;
         let stream = shmem.stream();
         let errors = stream.alloc_zeros::<u32>(1).cu("alloc")?;
         let eptr = dptr(&errors, stream);
@@ -405,10 +406,14 @@ pub fn slots() -> TestResult {
             |e| matches!(e, Error::Mismatch { .. }),
             &mut bad,
         );
-        // Both still live, and the table still the same everywhere.
-        barrier_on(shmem, &k, a.handle(), buf.as_kernel_ptr(), 2 << 40, 100, eptr, 0)?;
-        barrier_on(shmem, &k, b.handle(), buf.as_kernel_ptr(), 3 << 40, 100, eptr, 2)?;
-        barrier_on(shmem, &k, 0, buf.as_kernel_ptr(), 4 << 40, 100, eptr, 1)?;
+        // Both still live, and the table still the same everywhere. Each run has its
+        // own 2n slots: the three launch back to back, so a PE outside `b` may
+        // already be writing the world run's round into PE 0's slots while PE 0
+        // still checks `b`'s (seen under racecheck, which delays some PEs).
+        let run_buf = |r: u64| buf.as_kernel_ptr() + r * (2 * n * 8) as u64;
+        barrier_on(shmem, &k, a.handle(), run_buf(0), 2 << 40, 100, eptr, 0)?;
+        barrier_on(shmem, &k, b.handle(), run_buf(1), 3 << 40, 100, eptr, 2)?;
+        barrier_on(shmem, &k, 0, run_buf(2), 4 << 40, 100, eptr, 1)?;
         shmem.synchronize()?;
         handles.extend([a.handle(), b.handle()]);
         shmem.team_destroy(a)?;
