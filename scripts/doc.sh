@@ -26,7 +26,9 @@ if [ -n "$missing" ]; then
   echo "doc.sh: the nvptx64 rustdoc of gpushmem-kernels lacks:$missing" >&2
   exit 1
 fi
-echo "device API docs: $PWD/$doc/index.html"
+# An absolute CARGO_TARGET_DIR stays as it is; a relative one is under the checkout.
+case $doc in /*) abs=$doc ;; *) abs=$PWD/$doc ;; esac
+echo "device API docs: $abs/index.html"
 if [ "${1:-}" = "--open" ]; then
   xdg-open "$doc/index.html" 2>/dev/null || open "$doc/index.html" 2>/dev/null || true
 fi

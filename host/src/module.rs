@@ -185,7 +185,7 @@ impl Module {
         }
         let func = self.inner.load_function(name).map_err(|e| Error::Module {
             name: self.name.clone(),
-            why: format!("no kernel `{name}` ({e}); is it `#[no_mangle] pub unsafe extern \"ptx-kernel\" fn {name}`?"),
+            why: format!("no kernel `{name}` ({e}); is it `#[no_mangle] pub extern \"ptx-kernel\" fn {name}` (or `pub unsafe extern`)?"),
         })?;
         Ok(self.wrap(func, name))
     }

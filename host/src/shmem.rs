@@ -447,7 +447,9 @@ impl Shmem {
     }
 
     /// Launches a kernel that synchronizes with other blocks or PEs (barriers,
-    /// waits): first checks that the whole grid can be resident at once, with
+    /// waits) on this PE's stream ([`Shmem::stream`], as [`Shmem::launch`];
+    /// asynchronous, so work queued after it on that stream, such as an
+    /// `*_on_stream` collective, runs after it): first checks that the whole grid can be resident at once, with
     /// the GPU split among the PEs that share it, and fails with
     /// [`Error::Launch`] if not (such a kernel would otherwise hang), or if
     /// `k` was loaded by another `Shmem` (as [`Shmem::launch`]).

@@ -58,7 +58,7 @@
 //! ## Memory model (single node, load/store transport)
 //! | call | guarantee |
 //! |---|---|
-//! | `put_nbi` | stores issued, weak; the source may be reused and the data is visible at the target only after `quiet` (or a barrier) |
+//! | `put_nbi` | stores issued, weak; the data is visible at the target, and the source may be changed, only after `quiet` (or a barrier): the native engine reads the source during the call, the NVSHMEM engine's network transports later |
 //! | `put` | as `put_nbi`, and the source may be reused on return |
 //! | `get`, `g` | the data is in the destination on return |
 //! | `fence` | this PE's earlier puts are ordered before its later puts to the same PE (`fence.acq_rel.sys`) |
