@@ -113,11 +113,11 @@ macro_rules! rma_fns {
     };
 }
 
-rma_fns!(/// Non-blocking put by one thread (`nvshmem_put_nbi`).
+rma_fns!(/// Non-blocking put by one thread (`nvshmem_put_nbi`): data visible at `pe`, and the source reusable, after `quiet`.
     put_nbi, putmem_nbi, thread, put_elems, Nbi);
-rma_fns!(/// Non-blocking put by a warp (`nvshmemx_put_nbi_warp`).
+rma_fns!(/// Non-blocking put by a warp (`nvshmemx_put_nbi_warp`): data visible, and the source reusable, after `quiet_warp`.
     put_nbi_warp, putmem_nbi_warp, warp, put_elems, Nbi);
-rma_fns!(/// Non-blocking put by a block (`nvshmemx_put_nbi_block`).
+rma_fns!(/// Non-blocking put by a block (`nvshmemx_put_nbi_block`): data visible, and the source reusable, after `quiet_block`.
     put_nbi_block, putmem_nbi_block, block, put_elems, Nbi);
 rma_fns!(/// Blocking put by one thread (`nvshmem_put`): the source may be reused on return.
     put, putmem, thread, put_elems, Blocking);
