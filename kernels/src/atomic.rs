@@ -118,80 +118,110 @@ macro_rules! atomic_word {
             #[inline(always)]
             unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
                 let old: Self;
-                asm!(concat!("atom.relaxed.sys.global.add.", $u, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+                unsafe { asm!(concat!("atom.relaxed.sys.global.add.", $u, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v) };
                 old
             }
             #[inline(always)]
             unsafe fn add(p: *mut Self, v: Self) {
-                asm!(concat!("red.relaxed.sys.global.add.", $u, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.6 red).
+                unsafe { asm!(concat!("red.relaxed.sys.global.add.", $u, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v) };
             }
             #[inline(always)]
             unsafe fn red_bitwise(p: *mut Self, v: Self, op: Bitwise) {
-                match op {
-                    Bitwise::And => asm!(concat!("red.relaxed.sys.global.and.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
-                    Bitwise::Or => asm!(concat!("red.relaxed.sys.global.or.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
-                    Bitwise::Xor => asm!(concat!("red.relaxed.sys.global.xor.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); each asm reads and writes only that word, atomically (PTX ISA 9.7.13.6 red).
+                unsafe {
+                    match op {
+                        Bitwise::And => asm!(concat!("red.relaxed.sys.global.and.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                        Bitwise::Or => asm!(concat!("red.relaxed.sys.global.or.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                        Bitwise::Xor => asm!(concat!("red.relaxed.sys.global.xor.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v),
+                    }
                 }
             }
             #[inline(always)]
             unsafe fn fetch_and(p: *mut Self, v: Self) -> Self {
                 let old: Self;
-                asm!(concat!("atom.relaxed.sys.global.and.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+                unsafe { asm!(concat!("atom.relaxed.sys.global.and.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v) };
                 old
             }
             #[inline(always)]
             unsafe fn fetch_or(p: *mut Self, v: Self) -> Self {
                 let old: Self;
-                asm!(concat!("atom.relaxed.sys.global.or.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+                unsafe { asm!(concat!("atom.relaxed.sys.global.or.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v) };
                 old
             }
             #[inline(always)]
             unsafe fn fetch_xor(p: *mut Self, v: Self) -> Self {
                 let old: Self;
-                asm!(concat!("atom.relaxed.sys.global.xor.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+                unsafe { asm!(concat!("atom.relaxed.sys.global.xor.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v) };
                 old
             }
             #[inline(always)]
             unsafe fn swap(p: *mut Self, v: Self) -> Self {
                 let old: Self;
-                asm!(concat!("atom.relaxed.sys.global.exch.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+                unsafe { asm!(concat!("atom.relaxed.sys.global.exch.", $b, " {o}, [{p}], {v};"), o = out($reg) old, p = in(reg64) p, v = in($reg) v) };
                 old
             }
             #[inline(always)]
             unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self) -> Self {
                 let old: Self;
-                asm!(concat!("atom.relaxed.sys.global.cas.", $b, " {o}, [{p}], {c}, {v};"), o = out($reg) old, p = in(reg64) p, c = in($reg) cond, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+                unsafe { asm!(concat!("atom.relaxed.sys.global.cas.", $b, " {o}, [{p}], {c}, {v};"), o = out($reg) old, p = in(reg64) p, c = in($reg) cond, v = in($reg) v) };
                 old
             }
             #[inline(always)]
             unsafe fn load(p: *const Self) -> Self {
                 let v: Self;
-                asm!(concat!("ld.relaxed.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads only that word (PTX ISA 9.7.8.8 ld).
+                unsafe { asm!(concat!("ld.relaxed.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p) };
                 v
             }
             #[inline(always)]
             unsafe fn load_acquire(p: *const Self) -> Self {
                 let v: Self;
-                if crate::ptx::one_gpu() {
-                    asm!(concat!("ld.acquire.gpu.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
-                } else {
-                    asm!(concat!("ld.acquire.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); either asm reads only that word (PTX ISA 9.7.8.8 ld).
+                unsafe {
+                    if crate::ptx::one_gpu() {
+                        asm!(concat!("ld.acquire.gpu.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                    } else {
+                        asm!(concat!("ld.acquire.sys.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                    }
                 }
                 v
             }
             #[inline(always)]
             unsafe fn load_volatile(p: *const Self) -> Self {
                 let v: Self;
-                asm!(concat!("ld.volatile.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm reads only that word (PTX ISA 9.7.8.8 ld).
+                unsafe { asm!(concat!("ld.volatile.global.", $b, " {v}, [{p}];"), v = out($reg) v, p = in(reg64) p) };
                 v
             }
             #[inline(always)]
             unsafe fn store_volatile(p: *mut Self, v: Self) {
-                asm!(concat!("st.volatile.global.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm writes only that word (PTX ISA 9.7.8.10 st).
+                unsafe { asm!(concat!("st.volatile.global.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v) };
             }
             #[inline(always)]
             unsafe fn store(p: *mut Self, v: Self) {
-                asm!(concat!("st.relaxed.sys.global.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v);
+                // SAFETY: `p` is a valid, naturally aligned global address of a `Self` (this
+                // fn's contract); the asm writes only that word (PTX ISA 9.7.8.10 st).
+                unsafe { asm!(concat!("st.relaxed.sys.global.", $b, " [{p}], {v};"), p = in(reg64) p, v = in($reg) v) };
             }
         }
     };
@@ -221,7 +251,9 @@ macro_rules! fetch_op {
             // SAFETY: NAME ends with its only NUL.
             let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
             check(dest, pe, call);
-            engine::atomic_fetch_op(dest, value, pe, FetchOp::$op, call)
+            // SAFETY: the caller upholds this function's contract, which is the engine's:
+            // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+            unsafe { engine::atomic_fetch_op(dest, value, pe, FetchOp::$op, call) }
         }
     };
 }
@@ -244,7 +276,9 @@ fetch_op!(/// Stores `value` in `dest` on `pe`; returns the old value (`nvshmem_
 #[inline(always)]
 pub unsafe fn atomic_add<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
     check(dest, pe, c"atomic_add");
-    engine::atomic_op(dest, value, pe, Op::Add, c"atomic_add")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_op(dest, value, pe, Op::Add, c"atomic_add") }
 }
 
 /// Bitwise-ands `value` into `dest` on `pe` (`nvshmem_atomic_and`; a `red`, no round trip).
@@ -254,7 +288,9 @@ pub unsafe fn atomic_add<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 #[inline(always)]
 pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
     check(dest, pe, c"atomic_and");
-    engine::atomic_op(dest, value, pe, Op::And, c"atomic_and")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_op(dest, value, pe, Op::And, c"atomic_and") }
 }
 
 /// Bitwise-ors `value` into `dest` on `pe` (`nvshmem_atomic_or`).
@@ -264,7 +300,9 @@ pub unsafe fn atomic_and<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 #[inline(always)]
 pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
     check(dest, pe, c"atomic_or");
-    engine::atomic_op(dest, value, pe, Op::Or, c"atomic_or")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_op(dest, value, pe, Op::Or, c"atomic_or") }
 }
 
 /// Bitwise-xors `value` into `dest` on `pe` (`nvshmem_atomic_xor`).
@@ -274,7 +312,9 @@ pub unsafe fn atomic_or<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 #[inline(always)]
 pub unsafe fn atomic_xor<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
     check(dest, pe, c"atomic_xor");
-    engine::atomic_op(dest, value, pe, Op::Xor, c"atomic_xor")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_op(dest, value, pe, Op::Xor, c"atomic_xor") }
 }
 
 /// Adds one to `dest` on `pe`; returns the old value (`nvshmem_atomic_fetch_inc`).
@@ -284,7 +324,9 @@ pub unsafe fn atomic_xor<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
 #[inline(always)]
 pub unsafe fn atomic_fetch_inc<T: AtomicWord>(dest: *mut T, pe: u32) -> T {
     check(dest, pe, c"atomic_fetch_inc");
-    engine::atomic_fetch_op(dest, T::ONE, pe, FetchOp::Inc, c"atomic_fetch_inc")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_fetch_op(dest, T::ONE, pe, FetchOp::Inc, c"atomic_fetch_inc") }
 }
 
 /// Adds one to `dest` on `pe` (`nvshmem_atomic_inc`).
@@ -294,7 +336,9 @@ pub unsafe fn atomic_fetch_inc<T: AtomicWord>(dest: *mut T, pe: u32) -> T {
 #[inline(always)]
 pub unsafe fn atomic_inc<T: AtomicWord>(dest: *mut T, pe: u32) {
     check(dest, pe, c"atomic_inc");
-    engine::atomic_op(dest, T::ONE, pe, Op::Inc, c"atomic_inc")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_op(dest, T::ONE, pe, Op::Inc, c"atomic_inc") }
 }
 
 /// Stores `value` in `dest` on `pe` if it equals `cond`; returns the old
@@ -305,7 +349,9 @@ pub unsafe fn atomic_inc<T: AtomicWord>(dest: *mut T, pe: u32) {
 #[inline(always)]
 pub unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T, pe: u32) -> T {
     check(dest, pe, c"atomic_compare_swap");
-    engine::atomic_compare_swap(dest, cond, value, pe, c"atomic_compare_swap")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_compare_swap(dest, cond, value, pe, c"atomic_compare_swap") }
 }
 
 /// Reads `src` on `pe` atomically (`nvshmem_atomic_fetch`).
@@ -315,7 +361,9 @@ pub unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T
 #[inline(always)]
 pub unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32) -> T {
     check(src, pe, c"atomic_fetch");
-    engine::atomic_fetch(src, pe, c"atomic_fetch")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `src` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_fetch(src, pe, c"atomic_fetch") }
 }
 
 /// Writes `value` to `dest` on `pe` atomically (`nvshmem_atomic_set`).
@@ -325,7 +373,9 @@ pub unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32) -> T {
 #[inline(always)]
 pub unsafe fn atomic_set<T: AtomicWord>(dest: *mut T, value: T, pe: u32) {
     check(dest, pe, c"atomic_set");
-    engine::atomic_op(dest, value, pe, Op::Set, c"atomic_set")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_op(dest, value, pe, Op::Set, c"atomic_set") }
 }
 
 /// A float the hardware adds atomically (`atom.add.f32`/`.f64`, sm_60+).
@@ -342,7 +392,11 @@ impl AtomicFloat for f32 {
     #[inline(always)]
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
         let old: f32;
-        asm!("atom.relaxed.sys.global.add.f32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v);
+        // SAFETY: `p` is a valid, naturally aligned global address of an `f32` (this fn's
+        // contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+        unsafe {
+            asm!("atom.relaxed.sys.global.add.f32 {o}, [{p}], {v};", o = out(reg32) old, p = in(reg64) p, v = in(reg32) v)
+        };
         old
     }
 }
@@ -351,7 +405,11 @@ impl AtomicFloat for f64 {
     #[inline(always)]
     unsafe fn fetch_add(p: *mut Self, v: Self) -> Self {
         let old: f64;
-        asm!("atom.relaxed.sys.global.add.f64 {o}, [{p}], {v};", o = out(reg64) old, p = in(reg64) p, v = in(reg64) v);
+        // SAFETY: `p` is a valid, naturally aligned global address of an `f64` (this fn's
+        // contract); the asm reads and writes only that word, atomically (PTX ISA 9.7.13.5 atom).
+        unsafe {
+            asm!("atom.relaxed.sys.global.add.f64 {o}, [{p}], {v};", o = out(reg64) old, p = in(reg64) p, v = in(reg64) v)
+        };
         old
     }
 }
@@ -363,5 +421,7 @@ impl AtomicFloat for f64 {
 #[inline(always)]
 pub unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value: T, pe: u32) -> T {
     check(dest, pe, c"atomic_fetch_add_float");
-    engine::atomic_fetch_add_float(dest, value, pe, c"atomic_fetch_add_float")
+    // SAFETY: the caller upholds this function's contract (as `atomic_fetch_add`):
+    // `dest` is a naturally aligned symmetric address and `pe < n_pes()`.
+    unsafe { engine::atomic_fetch_add_float(dest, value, pe, c"atomic_fetch_add_float") }
 }

@@ -41,6 +41,11 @@ fn check_no_overlap(dest: *const u8, db: usize, src: *const u8, sb: usize, call:
     }
 }
 
+/// Checks the arguments, then the engine's `broadcast` of `bytes` bytes from member `root`.
+///
+/// # Safety
+/// `dest` and `src` are symmetric ranges of `bytes` bytes that do not overlap; every
+/// member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 unsafe fn broadcast_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, root: u32, g: Group, call: &CStr) {
     let d = member_desc(team, call);
@@ -51,22 +56,38 @@ unsafe fn broadcast_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, r
             &[call.as_ptr() as u64, root as u64, d.size as u64],
         );
     }
-    engine::broadcast(team, &d, dest, src, bytes, root, g, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `broadcast`'s;
+    // `d` is the team's descriptor and this PE a member (`member_desc` traps otherwise).
+    unsafe { engine::broadcast(team, &d, dest, src, bytes, root, g, call) };
 }
 
+/// Checks the arguments, then the engine's `fcollect` of `bytes` bytes per member.
+///
+/// # Safety
+/// `dest` is a symmetric range of `bytes * team size` bytes, `src` one of `bytes` bytes, not
+/// overlapping; every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 unsafe fn fcollect_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, g: Group, call: &CStr) {
     let d = member_desc(team, call);
     check_no_overlap(dest, bytes * d.size as usize, src, bytes, call);
-    engine::fcollect(team, &d, dest, src, bytes, g, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `fcollect`'s;
+    // `d` is the team's descriptor and this PE a member (`member_desc` traps otherwise).
+    unsafe { engine::fcollect(team, &d, dest, src, bytes, g, call) };
 }
 
+/// Checks the arguments, then the engine's `alltoall` of `bytes` bytes per pair of members.
+///
+/// # Safety
+/// `dest` and `src` are symmetric ranges of `bytes * team size` bytes that do not overlap;
+/// every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 unsafe fn alltoall_g(team: Team, dest: *mut u8, src: *const u8, bytes: usize, g: Group, call: &CStr) {
     let d = member_desc(team, call);
     let n = d.size as usize;
     check_no_overlap(dest, bytes * n, src, bytes * n, call);
-    engine::alltoall(team, &d, dest, src, bytes, g, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `alltoall`'s;
+    // `d` is the team's descriptor and this PE a member (`member_desc` traps otherwise).
+    unsafe { engine::alltoall(team, &d, dest, src, bytes, g, call) };
 }
 
 #[inline(always)]
@@ -76,6 +97,11 @@ fn check_op<T: Reducible>(op: ReduceOp, call: &CStr) {
     }
 }
 
+/// Checks the arguments, then the engine's `reduce` of `n` elements.
+///
+/// # Safety
+/// `dest` and `src` are symmetric ranges of `n` `T`s that do not overlap; every member
+/// calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 unsafe fn reduce_g<T: Reducible>(
     team: Team,
@@ -90,9 +116,16 @@ unsafe fn reduce_g<T: Reducible>(
     check_op::<T>(op, call);
     let bytes = n * core::mem::size_of::<T>();
     check_no_overlap(dest.cast(), bytes, src.cast(), bytes, call);
-    engine::reduce(team, &d, dest, src, n, op, g, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `reduce`'s;
+    // `d` is the team's descriptor and this PE a member (`member_desc` traps otherwise).
+    unsafe { engine::reduce(team, &d, dest, src, n, op, g, call) };
 }
 
+/// Checks the arguments, then the engine's `reducescatter` of `n` elements per member.
+///
+/// # Safety
+/// `dest` is a symmetric range of `n` `T`s, `src` one of `n * team size`, not overlapping;
+/// every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 unsafe fn reducescatter_g<T: Reducible>(
     team: Team,
@@ -107,7 +140,9 @@ unsafe fn reducescatter_g<T: Reducible>(
     check_op::<T>(op, call);
     let bytes = n * core::mem::size_of::<T>();
     check_no_overlap(dest.cast(), bytes, src.cast(), bytes * d.size as usize, call);
-    engine::reducescatter(team, &d, dest, src, n, op, g, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `reducescatter`'s;
+    // `d` is the team's descriptor and this PE a member (`member_desc` traps otherwise).
+    unsafe { engine::reducescatter(team, &d, dest, src, n, op, g, call) };
 }
 
 macro_rules! collective_forms {
@@ -120,8 +155,10 @@ macro_rules! collective_forms {
         #[inline(always)]
         pub unsafe fn $broadcast<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize, root: u32) {
             const NAME: &str = concat!(stringify!($broadcast), "\0");
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
-            broadcast_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), root, Group::$group(), call)
+            // SAFETY: NAME ends with its only NUL.
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            // SAFETY: the caller upholds this function's contract, which is `broadcast_g`'s for this group.
+            unsafe { broadcast_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), root, Group::$group(), call) }
         }
 
         #[doc = concat!("All-gather: member `k`'s `nelems` elements of `source` land at `dest[k * nelems..]` on every member (`nvshmem", $suffix, "fcollect`).")]
@@ -132,8 +169,10 @@ macro_rules! collective_forms {
         #[inline(always)]
         pub unsafe fn $fcollect<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize) {
             const NAME: &str = concat!(stringify!($fcollect), "\0");
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
-            fcollect_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), Group::$group(), call)
+            // SAFETY: NAME ends with its only NUL.
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            // SAFETY: the caller upholds this function's contract, which is `fcollect_g`'s for this group.
+            unsafe { fcollect_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), Group::$group(), call) }
         }
 
         #[doc = concat!("All-to-all: block `j` (of `nelems`) of member `i`'s `source` lands at block `i` of member `j`'s `dest` (`nvshmem", $suffix, "alltoall`).")]
@@ -144,8 +183,10 @@ macro_rules! collective_forms {
         #[inline(always)]
         pub unsafe fn $alltoall<T: bytemuck::Pod>(team: Team, dest: *mut T, source: *const T, nelems: usize) {
             const NAME: &str = concat!(stringify!($alltoall), "\0");
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
-            alltoall_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), Group::$group(), call)
+            // SAFETY: NAME ends with its only NUL.
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            // SAFETY: the caller upholds this function's contract, which is `alltoall_g`'s for this group.
+            unsafe { alltoall_g(team, dest.cast(), source.cast(), nelems * core::mem::size_of::<T>(), Group::$group(), call) }
         }
 
         #[doc = concat!("All-reduce: `dest[i] = op` over every member's `source[i]`, the same bits on every member (`nvshmem", $suffix, "<op>_reduce`).")]
@@ -156,8 +197,10 @@ macro_rules! collective_forms {
         #[inline(always)]
         pub unsafe fn $reduce<T: Reducible>(team: Team, dest: *mut T, source: *const T, nreduce: usize, op: ReduceOp) {
             const NAME: &str = concat!(stringify!($reduce), "\0");
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
-            reduce_g(team, dest, source, nreduce, op, Group::$group(), call)
+            // SAFETY: NAME ends with its only NUL.
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            // SAFETY: the caller upholds this function's contract, which is `reduce_g`'s for this group.
+            unsafe { reduce_g(team, dest, source, nreduce, op, Group::$group(), call) }
         }
 
         #[doc = concat!("Reduce-scatter: member `k` gets `dest[i] = op` over every member's `source[k * nreduce + i]` (`nvshmem", $suffix, "<op>_reducescatter`).")]
@@ -168,8 +211,10 @@ macro_rules! collective_forms {
         #[inline(always)]
         pub unsafe fn $reducescatter<T: Reducible>(team: Team, dest: *mut T, source: *const T, nreduce: usize, op: ReduceOp) {
             const NAME: &str = concat!(stringify!($reducescatter), "\0");
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
-            reducescatter_g(team, dest, source, nreduce, op, Group::$group(), call)
+            // SAFETY: NAME ends with its only NUL.
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            // SAFETY: the caller upholds this function's contract, which is `reducescatter_g`'s for this group.
+            unsafe { reducescatter_g(team, dest, source, nreduce, op, Group::$group(), call) }
         }
     };
 }

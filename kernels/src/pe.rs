@@ -25,5 +25,7 @@ pub fn n_pes() -> u32 {
 #[inline(always)]
 pub unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
     debug::check_pe(pe, c"ptr");
-    engine::ptr(sym, pe)
+    // SAFETY: the caller upholds this function's contract, which is `engine::ptr`'s:
+    // `sym` is in this PE's symmetric heap and `pe < n_pes()`.
+    unsafe { engine::ptr(sym, pe) }
 }

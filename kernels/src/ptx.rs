@@ -71,7 +71,9 @@ pub fn fence_acq_rel_sys() {
 /// `p` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn st_relaxed_sys_u64(p: *mut u64, v: u64) {
-    asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+    // SAFETY: `p` is a valid, 8-byte-aligned global address (this fn's contract);
+    // the asm writes only that word (PTX ISA 9.7.8.10 st).
+    unsafe { asm!("st.relaxed.sys.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v) };
 }
 
 /// `st.release.sys.global.u64` (PTX ISA 9.7.8.10).
@@ -80,7 +82,9 @@ pub unsafe fn st_relaxed_sys_u64(p: *mut u64, v: u64) {
 /// `p` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn st_release_sys_u64(p: *mut u64, v: u64) {
-    asm!("st.release.sys.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+    // SAFETY: `p` is a valid, 8-byte-aligned global address (this fn's contract);
+    // the asm writes only that word (PTX ISA 9.7.8.10 st).
+    unsafe { asm!("st.release.sys.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v) };
 }
 
 /// Whether the job's PEs all share this GPU ([`crate::abi::FLAG_ONE_GPU`]):
@@ -120,10 +124,14 @@ pub fn fence_acq_rel() {
 /// `p` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn st_release_u64(p: *mut u64, v: u64) {
-    if one_gpu() {
-        asm!("st.release.gpu.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
-    } else {
-        st_release_sys_u64(p, v);
+    // SAFETY: `p` is a valid, 8-byte-aligned global address (this fn's contract,
+    // which is `st_release_sys_u64`'s); the asm writes only that word (PTX ISA 9.7.8.10 st).
+    unsafe {
+        if one_gpu() {
+            asm!("st.release.gpu.global.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+        } else {
+            st_release_sys_u64(p, v);
+        }
     }
 }
 
@@ -133,10 +141,14 @@ pub unsafe fn st_release_u64(p: *mut u64, v: u64) {
 /// `p` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn red_release_add_u64(p: *mut u64, v: u64) {
-    if one_gpu() {
-        asm!("red.release.gpu.global.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
-    } else {
-        asm!("red.release.sys.global.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+    // SAFETY: `p` is a valid, 8-byte-aligned global address (this fn's contract);
+    // either asm only reads and writes that word, atomically (PTX ISA 9.7.13.6 red).
+    unsafe {
+        if one_gpu() {
+            asm!("red.release.gpu.global.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+        } else {
+            asm!("red.release.sys.global.add.u64 [{p}], {v};", p = in(reg64) p, v = in(reg64) v);
+        }
     }
 }
 
@@ -164,9 +176,16 @@ pub unsafe fn ld_invariant<T: bytemuck::Pod>(p: *const T) -> T {
     let (src, dst) = (p as *const u32, &mut out as *mut T as *mut u32);
     for i in 0..words {
         let w: u32;
-        asm!("ld.global.nc.u32 {w}, [{p}];", w = out(reg32) w, p = in(reg64) src.add(i),
-            options(pure, nomem, nostack, preserves_flags));
-        dst.add(i).write(w);
+        // SAFETY: `i < size_of::<T>() / 4`, so `src.add(i)` is a 4-byte-aligned word of
+        // the valid `*p`, which no thread writes while the kernel runs (this fn's
+        // contract; PTX ISA 9.7.8.8 allows `.nc` for such data), and `dst.add(i)` a word
+        // inside the local `out`; the `T`s read this way (`State`, `TeamDesc`, `u64`,
+        // `i32`) are 4-byte aligned or more, and `T: Pod` makes any bits a valid `T`.
+        unsafe {
+            asm!("ld.global.nc.u32 {w}, [{p}];", w = out(reg32) w, p = in(reg64) src.add(i),
+                options(pure, nomem, nostack, preserves_flags));
+            dst.add(i).write(w);
+        }
     }
     out
 }
@@ -178,8 +197,12 @@ pub unsafe fn ld_invariant<T: bytemuck::Pod>(p: *const T) -> T {
 #[inline(always)]
 pub unsafe fn ld_global_v4(p: *const u8) -> [u32; 4] {
     let (a, b, c, d): (u32, u32, u32, u32);
-    asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
-        a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p);
+    // SAFETY: `p` is a valid, 16-byte-aligned global address (this fn's contract), as the
+    // vector load requires; the asm reads only those 16 bytes (PTX ISA 9.7.8.8 ld).
+    unsafe {
+        asm!("ld.global.v4.u32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+            a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg64) p)
+    };
     [a, b, c, d]
 }
 
@@ -189,8 +212,12 @@ pub unsafe fn ld_global_v4(p: *const u8) -> [u32; 4] {
 /// `p` is a valid, 16-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn st_global_v4(p: *mut u8, v: [u32; 4]) {
-    asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
-        p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3]);
+    // SAFETY: `p` is a valid, 16-byte-aligned global address (this fn's contract), as the
+    // vector store requires; the asm writes only those 16 bytes (PTX ISA 9.7.8.10 st).
+    unsafe {
+        asm!("st.global.v4.u32 [{p}], {{{a}, {b}, {c}, {d}}};",
+            p = in(reg64) p, a = in(reg32) v[0], b = in(reg32) v[1], c = in(reg32) v[2], d = in(reg32) v[3])
+    };
 }
 
 /// `%globaltimer` (PTX ISA 10.32): nanoseconds, coarse ticks.

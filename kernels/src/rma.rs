@@ -29,6 +29,11 @@ use crate::engine::{self, Mode};
 use crate::group::Group;
 use core::ffi::CStr;
 
+/// Checks (debug mode) and puts `nelems` of `T` from `src` to `dest` on `pe`, over `g`.
+///
+/// # Safety
+/// `dest` is a symmetric-heap range of `nelems` `T`s; `src` is valid global memory of the
+/// same size; they do not overlap; `pe < n_pes()`.
 #[inline(always)]
 unsafe fn put_elems<T: bytemuck::Pod>(
     dest: *mut T,
@@ -40,9 +45,15 @@ unsafe fn put_elems<T: bytemuck::Pod>(
     call: &CStr,
 ) {
     debug::check_remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
-    engine::put(dest, src, nelems, pe, g, mode, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `put`'s.
+    unsafe { engine::put(dest, src, nelems, pe, g, mode, call) };
 }
 
+/// Checks (debug mode) and gets `nelems` of `T` from `src` on `pe` to `dest`, over `g`.
+///
+/// # Safety
+/// `src` is a symmetric-heap range of `nelems` `T`s; `dest` is valid global memory of the
+/// same size; they do not overlap; `pe < n_pes()`.
 #[inline(always)]
 unsafe fn get_elems<T: bytemuck::Pod>(
     dest: *mut T,
@@ -54,7 +65,8 @@ unsafe fn get_elems<T: bytemuck::Pod>(
     call: &CStr,
 ) {
     debug::check_remote(src.cast(), nelems * core::mem::size_of::<T>(), pe, call);
-    engine::get(dest, src, nelems, pe, g, mode, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `get`'s.
+    unsafe { engine::get(dest, src, nelems, pe, g, mode, call) };
 }
 
 /// Writes one element to `dest` on `pe` (`nvshmem_p`): a single store.
@@ -64,7 +76,9 @@ unsafe fn get_elems<T: bytemuck::Pod>(
 #[inline(always)]
 pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
     debug::check_remote_elem(dest, pe, c"p");
-    engine::p(dest, value, pe, c"p");
+    // SAFETY: the caller upholds this function's contract: `dest` is a symmetric address
+    // of a `T` and `pe < n_pes()`.
+    unsafe { engine::p(dest, value, pe, c"p") };
 }
 
 /// Reads one element from `src` on `pe` (`nvshmem_g`): a single load; the value is returned.
@@ -74,7 +88,9 @@ pub unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32) {
 #[inline(always)]
 pub unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32) -> T {
     debug::check_remote_elem(src, pe, c"g");
-    engine::g(src, pe, c"g")
+    // SAFETY: the caller upholds this function's contract: `src` is a symmetric address
+    // of a `T` and `pe < n_pes()`.
+    unsafe { engine::g(src, pe, c"g") }
 }
 
 /// Generates the typed (`nelems` of `T`) and byte (`bytes`) forms of one
@@ -89,11 +105,15 @@ macro_rules! rma_fns {
         #[inline(always)]
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, pe: u32) {
             let g = Group::$group();
-            $core(dest, src, nelems, pe, g, Mode::$mode, {
-                const NAME: &str = concat!(stringify!($typed), "\0");
-                // SAFETY: NAME ends with its only NUL.
-                unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
-            });
+            // SAFETY: the caller upholds this function's contract, which is `$core`'s
+            // (for the symmetric side `dest` of a put, `src` of a get); the name's NUL, below.
+            unsafe {
+                $core(dest, src, nelems, pe, g, Mode::$mode, {
+                    const NAME: &str = concat!(stringify!($typed), "\0");
+                    // In the `unsafe` block above; sound: NAME ends with its only NUL.
+                    CStr::from_bytes_with_nul_unchecked(NAME.as_bytes())
+                })
+            };
         }
 
         $(#[$doc])*
@@ -104,11 +124,15 @@ macro_rules! rma_fns {
         #[inline(always)]
         pub unsafe fn $mem(dest: *mut u8, src: *const u8, bytes: usize, pe: u32) {
             let g = Group::$group();
-            $core(dest, src, bytes, pe, g, Mode::$mode, {
-                const NAME: &str = concat!(stringify!($mem), "\0");
-                // SAFETY: NAME ends with its only NUL.
-                unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) }
-            });
+            // SAFETY: the caller upholds this function's contract, which is `$core`'s
+            // (in bytes, for the symmetric side `dest` of a put, `src` of a get); the name's NUL, below.
+            unsafe {
+                $core(dest, src, bytes, pe, g, Mode::$mode, {
+                    const NAME: &str = concat!(stringify!($mem), "\0");
+                    // In the `unsafe` block above; sound: NAME ends with its only NUL.
+                    CStr::from_bytes_with_nul_unchecked(NAME.as_bytes())
+                })
+            };
         }
     };
 }
@@ -152,21 +176,27 @@ macro_rules! strided_fns {
             let g = Group::$group();
             const NAME: &str = concat!(stringify!($name), "\0");
             // SAFETY: NAME ends with its only NUL.
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
             if nelems > 0 {
                 let span = |stride: isize| ((nelems - 1) as isize * stride.abs()) as usize * core::mem::size_of::<T>() + core::mem::size_of::<T>();
                 // The range's low end, for the heap check, whatever the stride's sign.
-                let low = |p: *const T, stride: isize| if stride < 0 { p.offset((nelems - 1) as isize * stride) } else { p };
+                // SAFETY (of the `offset`): the side's `nelems` elements at `stride` are valid
+                // (this fn's contract), so its last one is in the same allocation as `p`.
+                let low = |p: *const T, stride: isize| if stride < 0 { unsafe { p.offset((nelems - 1) as isize * stride) } } else { p };
                 if $is_put {
                     debug::check_remote(low(dest, dst).cast(), span(dst), pe, call);
                 } else {
                     debug::check_remote(low(src, sst).cast(), span(sst), pe, call);
                 }
             }
-            if $is_put {
-                engine::iput(dest, src, dst, sst, nelems, pe, g, call);
-            } else {
-                engine::iget(dest, src, dst, sst, nelems, pe, g, call);
+            // SAFETY: the caller upholds this function's contract, which is the engine's
+            // `iput`/`iget`'s: the elements are valid, aligned, disjoint, `pe < n_pes()`.
+            unsafe {
+                if $is_put {
+                    engine::iput(dest, src, dst, sst, nelems, pe, g, call);
+                } else {
+                    engine::iget(dest, src, dst, sst, nelems, pe, g, call);
+                }
             }
         }
     };

@@ -38,7 +38,9 @@ use core::ffi::CStr;
 #[inline(always)]
 pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
     debug::check_remote_elem(sig, pe, c"signal_op");
-    engine::signal_op(sig, value, op, pe, c"signal_op")
+    // SAFETY: the caller upholds this function's contract: `sig` is an 8-byte-aligned
+    // symmetric address and `pe < n_pes()`.
+    unsafe { engine::signal_op(sig, value, op, pe, c"signal_op") }
 }
 
 /// Reads the local signal word (`nvshmem_signal_fetch`), with acquire semantics.
@@ -50,7 +52,8 @@ pub unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
 /// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
-    engine::signal_fetch(sig)
+    // SAFETY: `sig` is a valid, 8-byte-aligned global address (this fn's contract).
+    unsafe { engine::signal_fetch(sig) }
 }
 
 /// Waits until the local signal `sig <cmp> value` (`nvshmem_signal_wait_until`);
@@ -64,7 +67,8 @@ pub unsafe fn signal_fetch(sig: *const u64) -> u64 {
 /// As [`signal_fetch`].
 #[inline(always)]
 pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
-    wait::signal_wait_until_named(sig, cmp, value, c"signal_wait_until")
+    // SAFETY: `sig` is a valid, 8-byte-aligned global address (this fn's contract).
+    unsafe { wait::signal_wait_until_named(sig, cmp, value, c"signal_wait_until") }
 }
 
 /// Updates the signal `sig` on `pe` atomically with **no ordering**
@@ -90,7 +94,9 @@ pub unsafe fn signal_wait_until(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
 #[inline(always)]
 pub unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
     debug::check_remote_elem(sig, pe, c"signal_op_relaxed");
-    engine::signal_op_relaxed(sig, value, op, pe, c"signal_op_relaxed")
+    // SAFETY: the caller upholds this function's contract: `sig` is an 8-byte-aligned
+    // symmetric address and `pe < n_pes()`.
+    unsafe { engine::signal_op_relaxed(sig, value, op, pe, c"signal_op_relaxed") }
 }
 
 /// A signal word on one PE, translated once: [`PeerSignal::signal_op`] and
@@ -131,7 +137,9 @@ impl core::fmt::Debug for PeerSignal {
 #[inline(always)]
 pub unsafe fn peer_signal(sig: *mut u64, pe: u32) -> PeerSignal {
     debug::check_remote_elem(sig, pe, c"peer_signal");
-    PeerSignal { at: engine::peer_signal_address(sig, pe, c"peer_signal"), sig, pe }
+    // SAFETY: the caller upholds this function's contract: `sig` is an 8-byte-aligned
+    // symmetric address and `pe < n_pes()`.
+    PeerSignal { at: unsafe { engine::peer_signal_address(sig, pe, c"peer_signal") }, sig, pe }
 }
 
 impl PeerSignal {
@@ -174,9 +182,16 @@ impl PeerSignal {
 /// As [`signal_fetch`].
 #[inline(always)]
 pub unsafe fn signal_wait_until_relaxed(sig: *const u64, cmp: Cmp, value: u64) -> u64 {
-    wait::wait_until_relaxed_named(sig, cmp, value, c"signal_wait_until_relaxed")
+    // SAFETY: `sig` is a valid, 8-byte-aligned global address (this fn's contract).
+    unsafe { wait::wait_until_relaxed_named(sig, cmp, value, c"signal_wait_until_relaxed") }
 }
 
+/// Checks (debug mode) both targets, then the engine's `put_signal`.
+///
+/// # Safety
+/// `dest` is a symmetric-heap range of `nelems` `T`s and `sig` an 8-byte-aligned symmetric
+/// address; `src` is valid global memory of `nelems` `T`s, not overlapping `dest`;
+/// `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn put_signal_elems<T: bytemuck::Pod>(
@@ -193,7 +208,8 @@ unsafe fn put_signal_elems<T: bytemuck::Pod>(
 ) {
     debug::check_remote(dest.cast(), nelems * core::mem::size_of::<T>(), pe, call);
     debug::check_remote_elem(sig, pe, call);
-    engine::put_signal(dest, src, nelems, sig, value, op, pe, g, mode, call);
+    // SAFETY: the caller upholds this function's contract, which is the engine's `put_signal`'s.
+    unsafe { engine::put_signal(dest, src, nelems, sig, value, op, pe, g, mode, call) };
 }
 
 macro_rules! put_signal_fns {
@@ -207,8 +223,10 @@ macro_rules! put_signal_fns {
         pub unsafe fn $typed<T: bytemuck::Pod>(dest: *mut T, src: *const T, nelems: usize, sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
             const NAME: &str = concat!(stringify!($mem), "\0");
             // SAFETY: NAME ends with its only NUL.
-            let call = CStr::from_bytes_with_nul_unchecked(NAME.as_bytes());
-            put_signal_elems(dest, src, nelems, sig, value, op, pe, Group::$group(), Mode::$mode, call);
+            let call = unsafe { CStr::from_bytes_with_nul_unchecked(NAME.as_bytes()) };
+            // SAFETY: the caller upholds this function's contract, which is `put_signal_elems`'
+            // for this group.
+            unsafe { put_signal_elems(dest, src, nelems, sig, value, op, pe, Group::$group(), Mode::$mode, call) };
         }
 
         $(#[$doc])*
@@ -218,7 +236,8 @@ macro_rules! put_signal_fns {
         /// As the typed form, with `bytes` bytes.
         #[inline(always)]
         pub unsafe fn $mem(dest: *mut u8, src: *const u8, bytes: usize, sig: *mut u64, value: u64, op: SignalOp, pe: u32) {
-            $typed(dest, src, bytes, sig, value, op, pe)
+            // SAFETY: the caller upholds this function's contract, the typed form's with `T = u8`.
+            unsafe { $typed(dest, src, bytes, sig, value, op, pe) }
         }
     };
 }

@@ -128,35 +128,50 @@ struct Awaited<'a> {
 /// one producer or atomic updates (signals, counters, barrier flags). The
 /// condition is not re-checked: a word that changes back after satisfying it
 /// (another writer resetting it) still ends the wait, as in NVSHMEM.
+///
+/// # Safety
+/// `word` is a valid, naturally aligned global address of a `T`.
 #[inline(always)]
 unsafe fn spin_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + Copy, a: Awaited) -> T {
-    let v = poll_word(word, holds, a);
-    acquire_observed(word);
-    v
+    // SAFETY: `word` is a valid, naturally aligned `T` (this fn's contract), as both callees need.
+    unsafe {
+        let v = poll_word(word, holds, a);
+        acquire_observed(word);
+        v
+    }
 }
 
 /// Polls `word` with relaxed loads until `holds(*word)`; no acquire, no
 /// engine step after it (the relaxed waits, and [`spin_word`] before its
 /// acquire). Traps with the timeout message of `a`.
+///
+/// # Safety
+/// `word` is a valid, naturally aligned global address of a `T`.
 #[inline(always)]
 unsafe fn poll_word<T: AtomicWord>(word: *const T, holds: impl Fn(T) -> bool + Copy, a: Awaited) -> T {
     // `holds` by value (`move`, `Copy`): a captured reference would put the
     // wait's arguments in local memory and re-load them on every poll.
     match poll(move || {
-        let v = T::load_volatile(word);
+        // SAFETY: `word` is a valid, naturally aligned `T` (this fn's contract).
+        let v = unsafe { T::load_volatile(word) };
         holds(v).then_some(v)
     }) {
         Ok(v) => v,
-        Err(t) => timed_out(a.what, t, word as u64, a.cmp, a.value, wide(T::load(word)), a.signed),
+        // SAFETY: as above.
+        Err(t) => timed_out(a.what, t, word as u64, a.cmp, a.value, wide(unsafe { T::load(word) }), a.signed),
     }
 }
 
 /// Acquire after a relaxed load of `word` saw what the caller waited for: an
 /// `ld.acquire` of the word whose value is dropped (compiled to `CCTL.IVALL`
 /// alone; see [`spin_word`]). The asm is not `pure`, so it stays.
+///
+/// # Safety
+/// `word` is a valid, naturally aligned global address of a `T`.
 #[inline(always)]
 unsafe fn acquire_observed<T: AtomicWord>(word: *const T) {
-    let _ = T::load_acquire(word);
+    // SAFETY: `word` is a valid, naturally aligned `T` (this fn's contract).
+    let _ = unsafe { T::load_acquire(word) };
     engine::after_wait();
 }
 
@@ -220,11 +235,14 @@ fn wide<T: AtomicWord>(v: T) -> u64 {
 /// `addr` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub unsafe fn wait_counter_reaches(addr: *const u64, target: u64, what: &CStr) -> u64 {
-    spin_word(
-        addr,
-        move |v| (v.wrapping_sub(target) as i64) >= 0,
-        Awaited { what, cmp: c">=", value: target, signed: false },
-    )
+    // SAFETY: `addr` is a valid, 8-byte-aligned `u64` (this fn's contract), as `spin_word` needs.
+    unsafe {
+        spin_word(
+            addr,
+            move |v| (v.wrapping_sub(target) as i64) >= 0,
+            Awaited { what, cmp: c">=", value: target, signed: false },
+        )
+    }
 }
 
 /// Waits until `*ivar <cmp> value` (`nvshmem_wait_until`); returns the value
@@ -234,28 +252,41 @@ pub unsafe fn wait_counter_reaches(addr: *const u64, target: u64, what: &CStr) -
 /// `ivar` is a naturally aligned address in this PE's symmetric heap (or any global memory).
 #[inline(always)]
 pub unsafe fn wait_until<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> T {
-    wait_until_named(ivar, cmp, value, c"wait_until")
+    // SAFETY: the caller upholds this function's contract, which is `wait_until_named`'s.
+    unsafe { wait_until_named(ivar, cmp, value, c"wait_until") }
 }
 
 /// [`wait_until`] whose timeout message names the call `what`.
+///
+/// # Safety
+/// `ivar` is a valid, naturally aligned global address of a `T`.
 #[inline(always)]
 pub(crate) unsafe fn wait_until_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T, what: &CStr) -> T {
-    spin_word(
-        ivar,
-        move |v| cmp.holds(v, value),
-        Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },
-    )
+    // SAFETY: `ivar` is a valid, naturally aligned `T` (this fn's contract), as `spin_word` needs.
+    unsafe {
+        spin_word(
+            ivar,
+            move |v| cmp.holds(v, value),
+            Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },
+        )
+    }
 }
 
 /// [`wait_until_named`] without the acquire: returns once a relaxed load saw
 /// `*ivar <cmp> value`, and orders nothing (the relaxed signal wait).
+///
+/// # Safety
+/// `ivar` is a valid, naturally aligned global address of a `T`.
 #[inline(always)]
 pub(crate) unsafe fn wait_until_relaxed_named<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T, what: &CStr) -> T {
-    poll_word(
-        ivar,
-        move |v| cmp.holds(v, value),
-        Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },
-    )
+    // SAFETY: `ivar` is a valid, naturally aligned `T` (this fn's contract), as `poll_word` needs.
+    unsafe {
+        poll_word(
+            ivar,
+            move |v| cmp.holds(v, value),
+            Awaited { what, cmp: cmp_cstr(cmp), value: wide(value), signed: is_signed::<T>() },
+        )
+    }
 }
 
 /// [`wait_until_named`] for a signal word (`nvshmem_signal_wait_until`): the
@@ -267,11 +298,16 @@ pub(crate) unsafe fn wait_until_relaxed_named<T: AtomicWord>(ivar: *const T, cmp
 /// to the proxy: on the NVSHMEM engine it cost about 1.3 µs of each
 /// put_signal ping-pong round trip (Nsight Compute, 2026-12-05). Native: the
 /// same code as [`wait_until_named`] (its step is empty).
+///
+/// # Safety
+/// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub(crate) unsafe fn signal_wait_until_named(sig: *const u64, cmp: Cmp, value: u64, what: &CStr) -> u64 {
-    let v = wait_until_relaxed_named(sig, cmp, value, what);
+    // SAFETY: `sig` is a valid, 8-byte-aligned `u64` (this fn's contract).
+    let v = unsafe { wait_until_relaxed_named(sig, cmp, value, what) };
     // The acquire of `spin_word` (a dead `ld.acquire`: `CCTL.IVALL`).
-    let _ = u64::load_acquire(sig);
+    // SAFETY: as above.
+    let _ = unsafe { u64::load_acquire(sig) };
     v
 }
 
@@ -282,9 +318,11 @@ pub(crate) unsafe fn signal_wait_until_named(sig: *const u64, cmp: Cmp, value: u
 /// As [`wait_until`].
 #[inline(always)]
 pub unsafe fn test<T: AtomicWord>(ivar: *const T, cmp: Cmp, value: T) -> bool {
-    let ok = cmp.holds(T::load(ivar), value);
+    // SAFETY: `ivar` is a valid, naturally aligned `T` (this fn's contract).
+    let ok = cmp.holds(unsafe { T::load(ivar) }, value);
     if ok {
-        acquire_observed(ivar);
+        // SAFETY: as above.
+        unsafe { acquire_observed(ivar) };
     }
     ok
 }
@@ -297,26 +335,47 @@ enum Values<T> {
 }
 
 impl<T: Copy> Values<T> {
+    /// The value element `i` is compared against.
+    ///
+    /// # Safety
+    /// For `Each(p)`, `p` holds at least `i + 1` valid, aligned `T`s.
     #[inline(always)]
     unsafe fn at(self, i: usize) -> T {
         match self {
             Values::One(v) => v,
-            Values::Each(p) => *p.add(i),
+            // SAFETY: `p` holds more than `i` valid, aligned `T`s (this fn's contract).
+            Values::Each(p) => unsafe { *p.add(i) },
         }
     }
 }
 
+/// Whether element `i` is excluded by `status`.
+///
+/// # Safety
+/// `status` is null or holds at least `i + 1` valid `i32`s.
 #[inline(always)]
 unsafe fn excluded(status: *const i32, i: usize) -> bool {
-    !status.is_null() && *status.add(i) != 0
+    // SAFETY: read only when `status` is not null; then it holds more than `i` `i32`s
+    // (this fn's contract).
+    !status.is_null() && unsafe { *status.add(i) } != 0
 }
 
+/// Whether `ivars[i] <cmp> v.at(i)` holds now (a relaxed load).
+///
+/// # Safety
+/// `ivars` holds at least `i + 1` valid, naturally aligned `T`s, and `v` is as [`Values::at`]
+/// needs for `i`.
 #[inline(always)]
 unsafe fn holds_at<T: AtomicWord>(ivars: *const T, i: usize, cmp: Cmp, v: Values<T>) -> bool {
-    cmp.holds(T::load(ivars.add(i)), v.at(i))
+    // SAFETY: element `i` of `ivars` and of `v` are valid and aligned (this fn's contract).
+    cmp.holds(unsafe { T::load(ivars.add(i)) }, unsafe { v.at(i) })
 }
 
 /// First eligible element whose condition does not hold yet, if any.
+///
+/// # Safety
+/// The multi-word contract: `ivars` holds `n` valid, naturally aligned `T`s; `status` is
+/// null or holds `n` `i32`s; `v` is `One` or `Each` of `n` valid, aligned `T`s.
 #[inline(always)]
 unsafe fn first_pending<T: AtomicWord>(
     ivars: *const T,
@@ -325,10 +384,14 @@ unsafe fn first_pending<T: AtomicWord>(
     cmp: Cmp,
     v: Values<T>,
 ) -> Option<usize> {
-    (0..n).find(|&i| !excluded(status, i) && !holds_at(ivars, i, cmp, v))
+    // SAFETY: `i < n`, within every array (this fn's contract).
+    (0..n).find(|&i| unsafe { !excluded(status, i) && !holds_at(ivars, i, cmp, v) })
 }
 
 /// First eligible element whose condition holds, if any.
+///
+/// # Safety
+/// As [`first_pending`].
 #[inline(always)]
 unsafe fn first_done<T: AtomicWord>(
     ivars: *const T,
@@ -337,15 +400,24 @@ unsafe fn first_done<T: AtomicWord>(
     cmp: Cmp,
     v: Values<T>,
 ) -> Option<usize> {
-    (0..n).find(|&i| !excluded(status, i) && holds_at(ivars, i, cmp, v))
+    // SAFETY: `i < n`, within every array (this fn's contract).
+    (0..n).find(|&i| unsafe { !excluded(status, i) && holds_at(ivars, i, cmp, v) })
 }
 
+/// Whether `status` excludes every element.
+///
+/// # Safety
+/// `status` is null or holds `n` valid `i32`s.
 #[inline(always)]
 unsafe fn all_excluded(n: usize, status: *const i32) -> bool {
-    (0..n).all(|i| excluded(status, i))
+    // SAFETY: `i < n`, within `status` (this fn's contract).
+    (0..n).all(|i| unsafe { excluded(status, i) })
 }
 
 /// Writes the eligible indices whose condition holds into `indices`; returns how many.
+///
+/// # Safety
+/// As [`first_pending`]; `indices` has room for `n` `usize`s.
 #[inline(always)]
 unsafe fn collect_done<T: AtomicWord>(
     ivars: *const T,
@@ -357,14 +429,21 @@ unsafe fn collect_done<T: AtomicWord>(
 ) -> usize {
     let mut k = 0;
     for i in 0..n {
-        if !excluded(status, i) && holds_at(ivars, i, cmp, v) {
-            *indices.add(k) = i;
-            k += 1;
+        // SAFETY: `i < n`, within every array; `k <= i < n`, within `indices` (this fn's contract).
+        unsafe {
+            if !excluded(status, i) && holds_at(ivars, i, cmp, v) {
+                *indices.add(k) = i;
+                k += 1;
+            }
         }
     }
     k
 }
 
+/// The timeout message of a multi-word wait, for the first eligible element (or element 0).
+///
+/// # Safety
+/// As [`first_pending`], and `n >= 1`.
 #[cold]
 #[inline(never)]
 unsafe fn report_pending<T: AtomicWord>(
@@ -376,28 +455,54 @@ unsafe fn report_pending<T: AtomicWord>(
     cmp: Cmp,
     v: Values<T>,
 ) -> ! {
-    let i = (0..n).find(|&i| !excluded(status, i)).unwrap_or(0);
-    timed_out(what, t, ivars.add(i) as u64, cmp_cstr(cmp), wide(v.at(i)), wide(T::load(ivars.add(i))), is_signed::<T>())
+    // SAFETY: `i < n`, within `status` (this fn's contract).
+    let i = (0..n).find(|&i| unsafe { !excluded(status, i) }).unwrap_or(0);
+    // SAFETY: `i < n` (`n >= 1` for the fallback 0): element `i` of `ivars` and `v` is valid.
+    unsafe {
+        timed_out(
+            what,
+            t,
+            ivars.add(i) as u64,
+            cmp_cstr(cmp),
+            wide(v.at(i)),
+            wide(T::load(ivars.add(i))),
+            is_signed::<T>(),
+        )
+    }
 }
 
+/// Waits until every eligible element's condition holds, then acquires.
+///
+/// # Safety
+/// As [`first_pending`].
 unsafe fn wait_all<T: AtomicWord>(what: &CStr, ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) {
-    spin(
-        || first_pending(ivars, n, status, cmp, v).is_none().then_some(()),
-        |t| match first_pending(ivars, n, status, cmp, v) {
-            Some(i) => timed_out(
-                what,
-                t,
-                ivars.add(i) as u64,
-                cmp_cstr(cmp),
-                wide(v.at(i)),
-                wide(T::load(ivars.add(i))),
-                is_signed::<T>(),
-            ),
-            None => report_pending(what, t, ivars, n, status, cmp, v),
-        },
-    )
+    // SAFETY: every call below is on the arrays of this fn's contract, at indices `i < n`
+    // that `first_pending` returned; `report_pending` runs only when the timeout hit with
+    // no element pending, which needs an eligible element to have been pending, so `n >= 1`.
+    unsafe {
+        spin(
+            || first_pending(ivars, n, status, cmp, v).is_none().then_some(()),
+            |t| match first_pending(ivars, n, status, cmp, v) {
+                Some(i) => timed_out(
+                    what,
+                    t,
+                    ivars.add(i) as u64,
+                    cmp_cstr(cmp),
+                    wide(v.at(i)),
+                    wide(T::load(ivars.add(i))),
+                    is_signed::<T>(),
+                ),
+                None => report_pending(what, t, ivars, n, status, cmp, v),
+            },
+        )
+    }
 }
 
+/// Waits until some eligible element's condition holds, then acquires; returns its index,
+/// or `usize::MAX` when every element is excluded.
+///
+/// # Safety
+/// As [`first_pending`].
 unsafe fn wait_any<T: AtomicWord>(
     what: &CStr,
     ivars: *const T,
@@ -406,12 +511,21 @@ unsafe fn wait_any<T: AtomicWord>(
     cmp: Cmp,
     v: Values<T>,
 ) -> usize {
-    if all_excluded(n, status) {
-        return usize::MAX;
+    // SAFETY: the arrays of this fn's contract; past the early return some element is
+    // eligible, so `n >= 1` for `report_pending`.
+    unsafe {
+        if all_excluded(n, status) {
+            return usize::MAX;
+        }
+        spin(|| first_done(ivars, n, status, cmp, v), |t| report_pending(what, t, ivars, n, status, cmp, v))
     }
-    spin(|| first_done(ivars, n, status, cmp, v), |t| report_pending(what, t, ivars, n, status, cmp, v))
 }
 
+/// Waits until at least one eligible element's condition holds, then acquires; writes
+/// their indices to `indices` and returns how many (0 when every element is excluded).
+///
+/// # Safety
+/// As [`collect_done`].
 unsafe fn wait_some<T: AtomicWord>(
     what: &CStr,
     ivars: *const T,
@@ -421,16 +535,20 @@ unsafe fn wait_some<T: AtomicWord>(
     cmp: Cmp,
     v: Values<T>,
 ) -> usize {
-    if all_excluded(n, status) {
-        return 0;
+    // SAFETY: the arrays of this fn's contract; past the early return some element is
+    // eligible, so `n >= 1` for `report_pending`.
+    unsafe {
+        if all_excluded(n, status) {
+            return 0;
+        }
+        spin(
+            || {
+                let k = collect_done(ivars, n, indices, status, cmp, v);
+                (k > 0).then_some(k)
+            },
+            |t| report_pending(what, t, ivars, n, status, cmp, v),
+        )
     }
-    spin(
-        || {
-            let k = collect_done(ivars, n, indices, status, cmp, v);
-            (k > 0).then_some(k)
-        },
-        |t| report_pending(what, t, ivars, n, status, cmp, v),
-    )
 }
 
 /// Waits until every eligible `ivars[i] <cmp> value` (`nvshmem_wait_until_all`).
@@ -438,7 +556,9 @@ unsafe fn wait_some<T: AtomicWord>(
 /// # Safety
 /// `ivars` holds `n` naturally aligned words; `status` is null or holds `n` ints.
 pub unsafe fn wait_until_all<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) {
-    wait_all(c"wait_until_all", ivars, n, status, cmp, Values::One(value))
+    // SAFETY: the caller upholds this function's contract, which is `wait_all`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints.
+    unsafe { wait_all(c"wait_until_all", ivars, n, status, cmp, Values::One(value)) }
 }
 
 /// Waits until some eligible `ivars[i] <cmp> value`; returns that `i` (the
@@ -453,7 +573,9 @@ pub unsafe fn wait_until_any<T: AtomicWord>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    wait_any(c"wait_until_any", ivars, n, status, cmp, Values::One(value))
+    // SAFETY: the caller upholds this function's contract, which is `wait_any`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints.
+    unsafe { wait_any(c"wait_until_any", ivars, n, status, cmp, Values::One(value)) }
 }
 
 /// Waits until at least one eligible `ivars[i] <cmp> value`; writes every
@@ -470,7 +592,9 @@ pub unsafe fn wait_until_some<T: AtomicWord>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    wait_some(c"wait_until_some", ivars, n, indices, status, cmp, Values::One(value))
+    // SAFETY: the caller upholds this function's contract, which is `wait_some`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `indices` has room for `n`.
+    unsafe { wait_some(c"wait_until_some", ivars, n, indices, status, cmp, Values::One(value)) }
 }
 
 /// [`wait_until_all`] with a value per element (`nvshmem_wait_until_all_vector`).
@@ -484,7 +608,9 @@ pub unsafe fn wait_until_all_vector<T: AtomicWord>(
     cmp: Cmp,
     values: *const T,
 ) {
-    wait_all(c"wait_until_all_vector", ivars, n, status, cmp, Values::Each(values))
+    // SAFETY: the caller upholds this function's contract, which is `wait_all`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `values` holds `n` words.
+    unsafe { wait_all(c"wait_until_all_vector", ivars, n, status, cmp, Values::Each(values)) }
 }
 
 /// [`wait_until_any`] with a value per element.
@@ -498,7 +624,9 @@ pub unsafe fn wait_until_any_vector<T: AtomicWord>(
     cmp: Cmp,
     values: *const T,
 ) -> usize {
-    wait_any(c"wait_until_any_vector", ivars, n, status, cmp, Values::Each(values))
+    // SAFETY: the caller upholds this function's contract, which is `wait_any`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `values` holds `n` words.
+    unsafe { wait_any(c"wait_until_any_vector", ivars, n, status, cmp, Values::Each(values)) }
 }
 
 /// [`wait_until_some`] with a value per element.
@@ -513,7 +641,9 @@ pub unsafe fn wait_until_some_vector<T: AtomicWord>(
     cmp: Cmp,
     values: *const T,
 ) -> usize {
-    wait_some(c"wait_until_some_vector", ivars, n, indices, status, cmp, Values::Each(values))
+    // SAFETY: the caller upholds this function's contract, which is `wait_some`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `values` holds `n` words, `indices` has room for `n`.
+    unsafe { wait_some(c"wait_until_some_vector", ivars, n, indices, status, cmp, Values::Each(values)) }
 }
 
 /// Whether every eligible `ivars[i] <cmp> value` holds now (`nvshmem_test_all`; true when all are excluded).
@@ -521,7 +651,9 @@ pub unsafe fn wait_until_some_vector<T: AtomicWord>(
 /// # Safety
 /// As [`wait_until_all`].
 pub unsafe fn test_all<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> bool {
-    test_all_of(ivars, n, status, cmp, Values::One(value))
+    // SAFETY: the caller upholds this function's contract, which is `test_all_of`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints.
+    unsafe { test_all_of(ivars, n, status, cmp, Values::One(value)) }
 }
 
 /// The lowest eligible `i` whose condition holds now, or `usize::MAX` (`nvshmem_test_any`).
@@ -529,7 +661,9 @@ pub unsafe fn test_all<T: AtomicWord>(ivars: *const T, n: usize, status: *const 
 /// # Safety
 /// As [`wait_until_all`].
 pub unsafe fn test_any<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, value: T) -> usize {
-    test_any_of(ivars, n, status, cmp, Values::One(value))
+    // SAFETY: the caller upholds this function's contract, which is `test_any_of`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints.
+    unsafe { test_any_of(ivars, n, status, cmp, Values::One(value)) }
 }
 
 /// Writes the eligible indices whose condition holds now to `indices`; returns how many (`nvshmem_test_some`).
@@ -544,7 +678,9 @@ pub unsafe fn test_some<T: AtomicWord>(
     cmp: Cmp,
     value: T,
 ) -> usize {
-    test_some_of(ivars, n, indices, status, cmp, Values::One(value))
+    // SAFETY: the caller upholds this function's contract, which is `test_some_of`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `indices` has room for `n`.
+    unsafe { test_some_of(ivars, n, indices, status, cmp, Values::One(value)) }
 }
 
 /// [`test_all`] with a value per element.
@@ -558,7 +694,9 @@ pub unsafe fn test_all_vector<T: AtomicWord>(
     cmp: Cmp,
     values: *const T,
 ) -> bool {
-    test_all_of(ivars, n, status, cmp, Values::Each(values))
+    // SAFETY: the caller upholds this function's contract, which is `test_all_of`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `values` holds `n` words.
+    unsafe { test_all_of(ivars, n, status, cmp, Values::Each(values)) }
 }
 
 /// [`test_any`] with a value per element.
@@ -572,7 +710,9 @@ pub unsafe fn test_any_vector<T: AtomicWord>(
     cmp: Cmp,
     values: *const T,
 ) -> usize {
-    test_any_of(ivars, n, status, cmp, Values::Each(values))
+    // SAFETY: the caller upholds this function's contract, which is `test_any_of`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `values` holds `n` words.
+    unsafe { test_any_of(ivars, n, status, cmp, Values::Each(values)) }
 }
 
 /// [`test_some`] with a value per element.
@@ -587,19 +727,31 @@ pub unsafe fn test_some_vector<T: AtomicWord>(
     cmp: Cmp,
     values: *const T,
 ) -> usize {
-    test_some_of(ivars, n, indices, status, cmp, Values::Each(values))
+    // SAFETY: the caller upholds this function's contract, which is `test_some_of`'s:
+    // `ivars` holds `n` aligned words, `status` is null or holds `n` ints, `values` holds `n` words, `indices` has room for `n`.
+    unsafe { test_some_of(ivars, n, indices, status, cmp, Values::Each(values)) }
 }
 
+/// Whether every eligible element's condition holds now; acquires if so.
+///
+/// # Safety
+/// As [`first_pending`].
 unsafe fn test_all_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) -> bool {
-    let ok = first_pending(ivars, n, status, cmp, v).is_none();
+    // SAFETY: the arrays of this fn's contract.
+    let ok = unsafe { first_pending(ivars, n, status, cmp, v) }.is_none();
     if ok {
         acquire();
     }
     ok
 }
 
+/// The lowest eligible index whose condition holds now (acquires if any), or `usize::MAX`.
+///
+/// # Safety
+/// As [`first_pending`].
 unsafe fn test_any_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i32, cmp: Cmp, v: Values<T>) -> usize {
-    match first_done(ivars, n, status, cmp, v) {
+    // SAFETY: the arrays of this fn's contract.
+    match unsafe { first_done(ivars, n, status, cmp, v) } {
         Some(i) => {
             acquire();
             i
@@ -608,6 +760,11 @@ unsafe fn test_any_of<T: AtomicWord>(ivars: *const T, n: usize, status: *const i
     }
 }
 
+/// Writes the eligible indices whose condition holds now to `indices` (acquires if any);
+/// returns how many.
+///
+/// # Safety
+/// As [`collect_done`].
 unsafe fn test_some_of<T: AtomicWord>(
     ivars: *const T,
     n: usize,
@@ -616,7 +773,8 @@ unsafe fn test_some_of<T: AtomicWord>(
     cmp: Cmp,
     v: Values<T>,
 ) -> usize {
-    let k = collect_done(ivars, n, indices, status, cmp, v);
+    // SAFETY: the arrays of this fn's contract.
+    let k = unsafe { collect_done(ivars, n, indices, status, cmp, v) };
     if k > 0 {
         acquire();
     }

@@ -56,9 +56,13 @@ pub(crate) use nvshmem_collective::*;
 #[inline(always)]
 pub(crate) unsafe fn signal_relaxed(p: *mut u64, value: u64, op: crate::abi::SignalOp) {
     use crate::atomic::AtomicWord;
-    match op {
-        crate::abi::SignalOp::Set => <u64 as AtomicWord>::store_volatile(p, value),
-        crate::abi::SignalOp::Add => <u64 as AtomicWord>::add(p, value),
+    // SAFETY: `p` is a valid, 8-byte-aligned global address of a `u64` (this fn's
+    // contract), which is what `store_volatile` and `add` require.
+    unsafe {
+        match op {
+            crate::abi::SignalOp::Set => <u64 as AtomicWord>::store_volatile(p, value),
+            crate::abi::SignalOp::Add => <u64 as AtomicWord>::add(p, value),
+        }
     }
 }
 

@@ -32,16 +32,24 @@ pub(crate) fn n_pes() -> u32 {
 /// As [`crate::pe::ptr`].
 #[inline(always)]
 pub(crate) unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
-    peer_address(sym, pe)
+    // SAFETY: the caller upholds this function's contract, which is `peer_address`'s:
+    // `sym` is in this PE's heap and `pe < n_pes()`.
+    unsafe { peer_address(sym, pe) }
 }
 
 /// `peer_base[pe] + (sym - heap_base)`: translation by offset, so it also
 /// holds where heaps do not sit at the same address on every PE.
+///
+/// # Safety
+/// `sym` points into this PE's symmetric heap and `pe < n_pes()` (the table has
+/// `n_pes` entries).
 #[inline(always)]
 pub(crate) unsafe fn peer_address<T>(sym: *const T, pe: u32) -> *mut T {
     let s = state();
     // The table is written by the host between launches only.
-    let base = crate::ptx::ld_invariant((s.peer_bases as *const u64).add(pe as usize));
+    // SAFETY: `pe < n_pes()` (this fn's contract), so entry `pe` is in the host's table of
+    // `n_pes` 8-byte-aligned `u64`s, which no thread writes while a kernel runs.
+    let base = unsafe { crate::ptx::ld_invariant((s.peer_bases as *const u64).add(pe as usize)) };
     if base == 0 {
         return core::ptr::null_mut();
     }
@@ -49,9 +57,13 @@ pub(crate) unsafe fn peer_address<T>(sym: *const T, pe: u32) -> *mut T {
 }
 
 /// [`peer_address`], trapping with a message when `pe` is not reachable by loads and stores.
+///
+/// # Safety
+/// As [`peer_address`].
 #[inline(always)]
 unsafe fn translate<T>(sym: *const T, pe: u32, call: &CStr) -> *mut T {
-    let p = peer_address(sym, pe);
+    // SAFETY: the caller upholds this function's contract, which is `peer_address`'s.
+    let p = unsafe { peer_address(sym, pe) };
     if p.is_null() {
         debug::fail(
             c"gpushmem: %s: PE %llu is not reachable by loads/stores from this PE\n",
@@ -63,14 +75,22 @@ unsafe fn translate<T>(sym: *const T, pe: u32, call: &CStr) -> *mut T {
 
 /// Checks (debug mode) and translates a symmetric range to its address on `pe`
 /// (the collectives read the members' buffers through it).
+///
+/// # Safety
+/// As [`peer_address`]: `sym` points into this PE's symmetric heap and `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn remote(sym: *const u8, bytes: usize, pe: u32, call: &CStr) -> *mut u8 {
     debug::check_remote(sym, bytes, pe, call);
-    translate(sym, pe, call)
+    // SAFETY: the caller upholds this function's contract, which is `translate`'s.
+    unsafe { translate(sym, pe, call) }
 }
 
 /// `nelems` of `T` from local `src` to symmetric `dest` on `pe`, split over
 /// `g`; a blocking group form waits for the whole group.
+///
+/// # Safety
+/// `dest` is a symmetric-heap range of `nelems` `T`s, naturally aligned; `src` is valid
+/// global memory of as many, aligned, not overlapping `dest` on `pe`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn put<T: bytemuck::Pod>(
     dest: *mut T,
@@ -81,13 +101,20 @@ pub(crate) unsafe fn put<T: bytemuck::Pod>(
     mode: Mode,
     call: &CStr,
 ) {
-    copy_elems(translate(dest, pe, call), src, nelems, g, call);
+    // SAFETY: this fn's contract: `dest` is in the heap and `pe < n_pes()` (as `translate`
+    // needs), and its translation on `pe` and `src` are valid, aligned, disjoint ranges
+    // of `nelems` `T`s (as `copy_elems` needs): a peer's heap is mapped whole.
+    unsafe { copy_elems(translate(dest, pe, call), src, nelems, g, call) };
     if mode == Mode::Blocking {
         g.sync();
     }
 }
 
 /// `nelems` of `T` from symmetric `src` on `pe` to local `dest`, split over `g`.
+///
+/// # Safety
+/// `src` is a symmetric-heap range of `nelems` `T`s, naturally aligned; `dest` is valid
+/// global memory of as many, aligned, not overlapping `src` on `pe`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn get<T: bytemuck::Pod>(
     dest: *mut T,
@@ -98,34 +125,54 @@ pub(crate) unsafe fn get<T: bytemuck::Pod>(
     mode: Mode,
     call: &CStr,
 ) {
-    copy_elems(dest, translate(src, pe, call), nelems, g, call);
+    // SAFETY: as in `put`, with the symmetric side the source.
+    unsafe { copy_elems(dest, translate(src, pe, call), nelems, g, call) };
     if mode == Mode::Blocking {
         g.sync();
     }
 }
 
 /// One element to `dest` on `pe`: a single store.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32, call: &CStr) {
-    translate(dest, pe, call).write_volatile(value);
+    // SAFETY: `dest` is an aligned `T` in the heap and `pe < n_pes()` (this fn's contract),
+    // so its translation is an aligned `T` in `pe`'s mapped heap.
+    unsafe { translate(dest, pe, call).write_volatile(value) };
 }
 
 /// One element from `src` on `pe`: a single load.
+///
+/// # Safety
+/// `src` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32, call: &CStr) -> T {
-    (translate(src, pe, call) as *const T).read_volatile()
+    // SAFETY: as in `p`: the translation is an aligned `T` in `pe`'s mapped heap.
+    unsafe { (translate(src, pe, call) as *const T).read_volatile() }
 }
 
+/// `dest[i * dst] = src[i * sst]` for `i` in `0..nelems`, split over `g`.
+///
+/// # Safety
+/// Elements `0..nelems` of both sides at their strides are valid, aligned `T`s, and no
+/// destination element overlaps a source element.
 #[inline(always)]
 unsafe fn strided<T: bytemuck::Pod>(dest: *mut T, src: *const T, dst: isize, sst: isize, nelems: usize, g: Group) {
     let mut i = g.rank;
     while i < nelems {
-        dest.offset(i as isize * dst).write(src.offset(i as isize * sst).read());
+        // SAFETY: `i < nelems`: element `i` of each side, valid and aligned (this fn's contract).
+        unsafe { dest.offset(i as isize * dst).write(src.offset(i as isize * sst).read()) };
         i += g.size;
     }
 }
 
 /// Strided put (strides in elements), split over `g`; the group then syncs.
+///
+/// # Safety
+/// As [`crate::rma::iput`]: `dest`'s elements are in the symmetric heap, both sides'
+/// elements are valid, naturally aligned and do not overlap; `pe < n_pes()`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iput<T: bytemuck::Pod>(
@@ -139,12 +186,17 @@ pub(crate) unsafe fn iput<T: bytemuck::Pod>(
     call: &CStr,
 ) {
     if nelems > 0 {
-        strided(translate(dest, pe, call), src, dst, sst, nelems, g);
+        // SAFETY: this fn's contract; `dest`'s elements on `pe` are in its mapped heap.
+        unsafe { strided(translate(dest, pe, call), src, dst, sst, nelems, g) };
     }
     g.sync();
 }
 
 /// Strided get (strides in elements), split over `g`; the group then syncs.
+///
+/// # Safety
+/// As [`crate::rma::iget`]: `src`'s elements are in the symmetric heap, both sides'
+/// elements are valid, naturally aligned and do not overlap; `pe < n_pes()`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iget<T: bytemuck::Pod>(
@@ -158,7 +210,8 @@ pub(crate) unsafe fn iget<T: bytemuck::Pod>(
     call: &CStr,
 ) {
     if nelems > 0 {
-        strided(dest, translate(src, pe, call), dst, sst, nelems, g);
+        // SAFETY: this fn's contract; `src`'s elements on `pe` are in its mapped heap.
+        unsafe { strided(dest, translate(src, pe, call), dst, sst, nelems, g) };
     }
     g.sync();
 }
@@ -313,17 +366,29 @@ fn grid_sync(team: Team, complete: bool, call: &CStr) {
 }
 
 /// Release-updates the signal word at the already translated address `sig` (PTX ISA 9.7.8.10 st, 9.7.13.6 red).
+///
+/// # Safety
+/// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 unsafe fn signal_release(sig: *mut u64, value: u64, op: SignalOp) {
-    match op {
-        SignalOp::Set => ptx::st_release_u64(sig, value),
-        SignalOp::Add => ptx::red_release_add_u64(sig, value),
+    // SAFETY: `sig` is a valid, 8-byte-aligned global address (this fn's contract), which
+    // is what both callees require.
+    unsafe {
+        match op {
+            SignalOp::Set => ptx::st_release_u64(sig, value),
+            SignalOp::Add => ptx::red_release_add_u64(sig, value),
+        }
     }
 }
 
 /// The data stores (split over the group), a group barrier, then the
 /// leader's release update of the signal on the target. Both modes are the
 /// same on this transport (the stores are issued on return).
+///
+/// # Safety
+/// As [`crate::signal::put_signal`]: `dest` is a symmetric-heap range of `nelems` `T`s and
+/// `sig` an 8-byte-aligned symmetric address; `src` is valid global memory of `nelems`
+/// `T`s, not overlapping `dest` on `pe`; `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn put_signal<T: bytemuck::Pod>(
@@ -338,45 +403,70 @@ pub(crate) unsafe fn put_signal<T: bytemuck::Pod>(
     _mode: Mode,
     call: &CStr,
 ) {
-    let r = translate(dest, pe, call);
-    let s = translate(sig, pe, call);
-    copy_elems(r, src, nelems, g, call);
+    // SAFETY: `dest` and `sig` are in the heap and `pe < n_pes()` (this fn's contract).
+    let r = unsafe { translate(dest, pe, call) };
+    // SAFETY: as `r`.
+    let s = unsafe { translate(sig, pe, call) };
+    // SAFETY: `r` is `dest`'s range in `pe`'s mapped heap; `src` is valid and disjoint
+    // from it (this fn's contract).
+    unsafe { copy_elems(r, src, nelems, g, call) };
     // Every thread's stores precede the leader's release (bar.sync, then a
     // cumulative release at system scope).
     g.sync();
     if g.is_leader() {
-        signal_release(s, value, op);
+        // SAFETY: `s` is the aligned signal word in `pe`'s mapped heap.
+        unsafe { signal_release(s, value, op) };
     }
 }
 
 /// A release update of the signal `sig` on `pe`.
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
-    signal_release(translate(sig, pe, call), value, op)
+    // SAFETY: `sig` is an aligned word in the heap and `pe < n_pes()` (this fn's contract):
+    // its translation is that word in `pe`'s mapped heap.
+    unsafe { signal_release(translate(sig, pe, call), value, op) }
 }
 
 /// One relaxed system-scope store (`SET`) or `red.relaxed.sys.add` (`ADD`)
 /// on the peer's word: atomic, unordered.
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
-    super::signal_relaxed(translate(sig, pe, call), value, op)
+    // SAFETY: as in `signal_op`.
+    unsafe { super::signal_relaxed(translate(sig, pe, call), value, op) }
 }
 
 /// The address a [`PeerSignal`](crate::signal::PeerSignal) updates: `sig` on
 /// `pe`, translated once (traps, as every call here, when `pe` is not
 /// reachable by loads and stores; never null).
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn peer_signal_address(sig: *mut u64, pe: u32, call: &CStr) -> *mut u64 {
-    translate(sig, pe, call)
+    // SAFETY: the caller upholds this function's contract, which covers `translate`'s.
+    unsafe { translate(sig, pe, call) }
 }
 
 /// [`signal_op`] through an address from [`peer_signal_address`].
+///
+/// # Safety
+/// `at` is [`peer_signal_address`]`(sig, pe)` for `sig` and `pe` that met its contract.
 #[inline(always)]
 pub(crate) unsafe fn signal_op_at(at: *mut u64, _sig: *mut u64, value: u64, op: SignalOp, _pe: u32, _call: &CStr) {
-    signal_release(at, value, op)
+    // SAFETY: `at` is the aligned signal word in `pe`'s mapped heap (this fn's contract).
+    unsafe { signal_release(at, value, op) }
 }
 
 /// [`signal_op_relaxed`] through an address from [`peer_signal_address`].
+///
+/// # Safety
+/// As [`signal_op_at`].
 #[inline(always)]
 pub(crate) unsafe fn signal_op_relaxed_at(
     at: *mut u64,
@@ -386,57 +476,91 @@ pub(crate) unsafe fn signal_op_relaxed_at(
     _pe: u32,
     _call: &CStr,
 ) {
-    super::signal_relaxed(at, value, op)
+    // SAFETY: `at` is the aligned signal word in `pe`'s mapped heap (this fn's contract).
+    unsafe { super::signal_relaxed(at, value, op) }
 }
 
 /// An acquire load of the local signal word.
+///
+/// # Safety
+/// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {
-    <u64 as AtomicWord>::load_acquire(sig)
+    // SAFETY: `sig` is a valid, 8-byte-aligned global address (this fn's contract).
+    unsafe { <u64 as AtomicWord>::load_acquire(sig) }
 }
 
 /// One system-scope `atom` on `dest` on `pe`; returns the old value.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_fetch_op<T: AtomicWord>(dest: *mut T, value: T, pe: u32, op: FetchOp, call: &CStr) -> T {
-    let p = translate(dest, pe, call);
-    match op {
-        FetchOp::Add | FetchOp::Inc => T::fetch_add(p, value),
-        FetchOp::And => T::fetch_and(p, value),
-        FetchOp::Or => T::fetch_or(p, value),
-        FetchOp::Xor => T::fetch_xor(p, value),
-        FetchOp::Swap => T::swap(p, value),
+    // SAFETY: `dest` is an aligned `T` in the heap and `pe < n_pes()` (this fn's contract): its
+    // translation is that word in `pe`'s mapped heap, as the `AtomicWord` ops need.
+    unsafe {
+        let p = translate(dest, pe, call);
+        match op {
+            FetchOp::Add | FetchOp::Inc => T::fetch_add(p, value),
+            FetchOp::And => T::fetch_and(p, value),
+            FetchOp::Or => T::fetch_or(p, value),
+            FetchOp::Xor => T::fetch_xor(p, value),
+            FetchOp::Swap => T::swap(p, value),
+        }
     }
 }
 
 /// One system-scope `red` (or relaxed store, for `Set`) on `dest` on `pe`.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_op<T: AtomicWord>(dest: *mut T, value: T, pe: u32, op: Op, call: &CStr) {
-    let p = translate(dest, pe, call);
-    match op {
-        Op::Add | Op::Inc => T::add(p, value),
-        Op::And => T::red_bitwise(p, value, Bitwise::And),
-        Op::Or => T::red_bitwise(p, value, Bitwise::Or),
-        Op::Xor => T::red_bitwise(p, value, Bitwise::Xor),
-        Op::Set => T::store(p, value),
+    // SAFETY: `dest` is an aligned `T` in the heap and `pe < n_pes()` (this fn's contract): its
+    // translation is that word in `pe`'s mapped heap, as the `AtomicWord` ops need.
+    unsafe {
+        let p = translate(dest, pe, call);
+        match op {
+            Op::Add | Op::Inc => T::add(p, value),
+            Op::And => T::red_bitwise(p, value, Bitwise::And),
+            Op::Or => T::red_bitwise(p, value, Bitwise::Or),
+            Op::Xor => T::red_bitwise(p, value, Bitwise::Xor),
+            Op::Set => T::store(p, value),
+        }
     }
 }
 
 /// `atom.cas` on `dest` on `pe`; returns the old value.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T, pe: u32, call: &CStr) -> T {
-    T::compare_swap(translate(dest, pe, call), cond, value)
+    // SAFETY: `dest` is an aligned `T` in the heap and `pe < n_pes()` (this fn's contract): its
+    // translation is that word in `pe`'s mapped heap, as the `AtomicWord` ops need.
+    unsafe { T::compare_swap(translate(dest, pe, call), cond, value) }
 }
 
 /// `ld.relaxed.sys` of `src` on `pe`.
+///
+/// # Safety
+/// `src` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32, call: &CStr) -> T {
-    T::load(translate(src, pe, call))
+    // SAFETY: `src` is an aligned `T` in the heap and `pe < n_pes()` (this fn's contract): its
+    // translation is that word in `pe`'s mapped heap, as the `AtomicWord` ops need.
+    unsafe { T::load(translate(src, pe, call)) }
 }
 
 /// `atom.add` of a float on `dest` on `pe`; returns the old value.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value: T, pe: u32, call: &CStr) -> T {
-    T::fetch_add(translate(dest, pe, call), value)
+    // SAFETY: `dest` is an aligned `T` in the heap and `pe < n_pes()` (this fn's contract): its
+    // translation is that word in `pe`'s mapped heap, as the `AtomicFloat` op needs.
+    unsafe { T::fetch_add(translate(dest, pe, call), value) }
 }
 
 /// Nothing: the wait's acquire is all this engine needs.

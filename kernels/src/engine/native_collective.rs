@@ -73,6 +73,10 @@ impl Args {
 /// some neighbouring pair does. The next member cannot publish its following
 /// collective before this one's closing sync, which this member reaches only
 /// after the comparison.
+///
+/// # Safety
+/// `d` is `team`'s descriptor on this PE, a member (as [`crate::team::member_desc`]
+/// returns it); every thread of `g` calls.
 #[inline(always)]
 unsafe fn enter(team: Team, d: &TeamDesc, g: Group, args: Args, call: &CStr) {
     let check = debug::checks_on() && d.size > 1;
@@ -114,6 +118,11 @@ unsafe fn enter(team: Team, d: &TeamDesc, g: Group, args: Args, call: &CStr) {
 }
 
 /// `bytes` of `src` on member `root` into `dest` on every member.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` and `src` are symmetric ranges of `bytes`
+/// bytes that do not overlap; `root < d.size`; `d` is `team`'s descriptor on this
+/// PE, a member; every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn broadcast(
@@ -126,12 +135,22 @@ pub(crate) unsafe fn broadcast(
     g: Group,
     call: &CStr,
 ) {
-    enter(team, d, g, Args { kind: Kind::Broadcast, bytes, op: 0, root }, call);
-    copy_bytes(dest, remote(src, bytes, d.world_pe(root), call), bytes, g);
+    // SAFETY: `d` is `team`'s member descriptor and every thread of `g` calls (this fn's
+    // contract); `src` is a symmetric range of `bytes` on member `root`, so `remote` gives
+    // the root's copy, and `dest` is a local range of `bytes` disjoint from it.
+    unsafe {
+        enter(team, d, g, Args { kind: Kind::Broadcast, bytes, op: 0, root }, call);
+        copy_bytes(dest, remote(src, bytes, d.world_pe(root), call), bytes, g);
+    }
     team_sync_group(team, g, false, call);
 }
 
 /// Member `m`'s `bytes` of `src` at `dest + m * bytes` on every member.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` is a symmetric range of `d.size * bytes`
+/// bytes, `src` one of `bytes`, not overlapping; `d` is `team`'s descriptor on this
+/// PE, a member; every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 pub(crate) unsafe fn fcollect(
     team: Team,
@@ -142,16 +161,24 @@ pub(crate) unsafe fn fcollect(
     g: Group,
     call: &CStr,
 ) {
-    enter(team, d, g, Args { kind: Kind::Fcollect, bytes, op: 0, root: 0 }, call);
+    // SAFETY: `d` is `team`'s member descriptor and every thread of `g` calls (this fn's contract).
+    unsafe { enter(team, d, g, Args { kind: Kind::Fcollect, bytes, op: 0, root: 0 }, call) };
     for k in 0..d.size {
         // Start at the next member so the members do not all read the same one first.
         let m = (d.my_index + 1 + k) % d.size;
-        copy_bytes(dest.add(m as usize * bytes), remote(src, bytes, d.world_pe(m), call), bytes, g);
+        // SAFETY: `m < d.size`, so block `m` of `dest` (`d.size * bytes` bytes) is in range;
+        // `src` is a symmetric range of `bytes`, read on member `m`; the two do not overlap.
+        unsafe { copy_bytes(dest.add(m as usize * bytes), remote(src, bytes, d.world_pe(m), call), bytes, g) };
     }
     team_sync_group(team, g, false, call);
 }
 
 /// Block `j` (of `bytes`) of member `i`'s `src` at block `i` of member `j`'s `dest`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` and `src` are symmetric ranges of
+/// `d.size * bytes` bytes that do not overlap; `d` is `team`'s descriptor on this
+/// PE, a member; every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 pub(crate) unsafe fn alltoall(
     team: Team,
@@ -162,11 +189,15 @@ pub(crate) unsafe fn alltoall(
     g: Group,
     call: &CStr,
 ) {
-    enter(team, d, g, Args { kind: Kind::Alltoall, bytes, op: 0, root: 0 }, call);
+    // SAFETY: `d` is `team`'s member descriptor and every thread of `g` calls (this fn's contract).
+    unsafe { enter(team, d, g, Args { kind: Kind::Alltoall, bytes, op: 0, root: 0 }, call) };
     for k in 0..d.size {
         let m = (d.my_index + 1 + k) % d.size;
-        let theirs = src.add(d.my_index as usize * bytes);
-        copy_bytes(dest.add(m as usize * bytes), remote(theirs, bytes, d.world_pe(m), call), bytes, g);
+        // SAFETY: `my_index` and `m` are below `d.size`, so block `my_index` of `src` and block
+        // `m` of `dest` (each of `d.size * bytes` bytes, disjoint: this fn's contract) are in range.
+        let theirs = unsafe { src.add(d.my_index as usize * bytes) };
+        // SAFETY: as above; `theirs` is in the symmetric `src`, read on member `m`.
+        unsafe { copy_bytes(dest.add(m as usize * bytes), remote(theirs, bytes, d.world_pe(m), call), bytes, g) };
     }
     team_sync_group(team, g, false, call);
 }
@@ -174,6 +205,11 @@ pub(crate) unsafe fn alltoall(
 /// `dest[i] = op` over every member's `src[i]`, in member order: one-shot
 /// (every member combines all of it) below [`REDUCE_TWO_SHOT_MIN_BYTES`], two-shot
 /// from there.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` and `src` are symmetric ranges of `n` `T`s
+/// that do not overlap; `d` is `team`'s descriptor on this
+/// PE, a member; every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce<T: Reducible>(
@@ -187,9 +223,11 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     call: &CStr,
 ) {
     let size = core::mem::size_of::<T>();
-    enter(team, d, g, Args { kind: Kind::Reduce, bytes: n * size, op: op as u32, root: 0 }, call);
+    // SAFETY: `d` is `team`'s member descriptor and every thread of `g` calls (this fn's contract).
+    unsafe { enter(team, d, g, Args { kind: Kind::Reduce, bytes: n * size, op: op as u32, root: 0 }, call) };
     if n * size < REDUCE_TWO_SHOT_MIN_BYTES || d.size == 1 {
-        combine(d, dest, src, n, op, g, call);
+        // SAFETY: `dest` and `src` are disjoint symmetric ranges of `n` `T`s (this fn's contract).
+        unsafe { combine(d, dest, src, n, op, g, call) };
         team_sync_group(team, g, false, call);
         return;
     }
@@ -202,18 +240,28 @@ pub(crate) unsafe fn reduce<T: Reducible>(
         (lo, (lo + per).min(n) - lo)
     };
     let (lo, len) = chunk(d.my_index);
-    combine(d, dest.add(lo), src.add(lo), len, op, g, call);
+    // SAFETY: `chunk` keeps `lo + len <= n`, so both subranges are in the disjoint symmetric
+    // ranges of `n` `T`s (this fn's contract).
+    unsafe { combine(d, dest.add(lo), src.add(lo), len, op, g, call) };
     team_sync_group(team, g, false, call);
     for k in 1..d.size {
         let m = (d.my_index + k) % d.size;
         let (lo, len) = chunk(m);
-        let (mine, bytes) = (dest.add(lo) as *mut u8, len * size);
-        copy_bytes(mine, remote(mine, bytes, d.world_pe(m), call), bytes, g);
+        // SAFETY: `lo + len <= n`: chunk `m` of the symmetric `dest`.
+        let (mine, bytes) = (unsafe { dest.add(lo) } as *mut u8, len * size);
+        // SAFETY: `mine` is a symmetric range of `bytes`; its copy on member `m` (another
+        // PE, `k >= 1`) is a different buffer, so source and destination do not overlap.
+        unsafe { copy_bytes(mine, remote(mine, bytes, d.world_pe(m), call), bytes, g) };
     }
     team_sync_group(team, g, false, call);
 }
 
 /// Member `k`: `dest[i] = op` over every member's `src[k * n + i]`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` is a symmetric range of `n` `T`s, `src` one of
+/// `d.size * n`, not overlapping; `d` is `team`'s descriptor on this
+/// PE, a member; every member calls with the same arguments and every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reducescatter<T: Reducible>(
@@ -227,8 +275,13 @@ pub(crate) unsafe fn reducescatter<T: Reducible>(
     call: &CStr,
 ) {
     let bytes = n * core::mem::size_of::<T>();
-    enter(team, d, g, Args { kind: Kind::Reducescatter, bytes, op: op as u32, root: 0 }, call);
-    combine(d, dest, src.add(d.my_index as usize * n), n, op, g, call);
+    // SAFETY: `d` is `team`'s member descriptor and every thread of `g` calls; `my_index <
+    // d.size`, so block `my_index` of `src` (`d.size * n` `T`s) is `n` `T`s in range, disjoint
+    // from `dest` (this fn's contract).
+    unsafe {
+        enter(team, d, g, Args { kind: Kind::Reducescatter, bytes, op: op as u32, root: 0 }, call);
+        combine(d, dest, src.add(d.my_index as usize * n), n, op, g, call);
+    }
     team_sync_group(team, g, false, call);
 }
 
@@ -259,6 +312,10 @@ impl Unit {
 /// next members. Memory traffic is `n` reads per member plus one write (and
 /// one re-read per extra pass). The order (member 0, 1, …) and per-step
 /// rounding are the same on every member, so results are bitwise identical.
+///
+/// # Safety
+/// `dest` is valid global memory of `n` `T`s; `src` is a symmetric range of `n` `T`s on every
+/// member of `d` (this PE a member), not overlapping `dest`; every thread of `g` calls.
 #[inline(always)]
 unsafe fn combine<T: Reducible>(
     d: &TeamDesc,
@@ -282,7 +339,9 @@ unsafe fn combine<T: Reducible>(
         #[allow(clippy::needless_range_loop)]
         for k in 0..BATCH {
             if k < count {
-                from[k] = remote(src.cast(), bytes, d.world_pe(first + k as u32), call) as *const T;
+                // SAFETY: `src` is a symmetric range of `bytes` (this fn's contract) and
+                // `first + k < d.size`, a member.
+                from[k] = unsafe { remote(src.cast(), bytes, d.world_pe(first + k as u32), call) } as *const T;
             }
         }
         let fold_dest = first > 0;
@@ -293,14 +352,19 @@ unsafe fn combine<T: Reducible>(
             // loaded units stay in registers. With `op` a run-time value the fold stayed a
             // rolled loop over units kept in local memory (`STL.128`/`LDL.128` per member
             // and unit in the SASS of `gpushmem_reduce_bf16`, 2026-12-06).
-            if op == ReduceOp::Sum {
-                fold_units::<T, true>(&from, count, dest, fold_dest, units, 0, ReduceOp::Sum, g);
-            } else {
-                fold_units::<T, true>(&from, count, dest, fold_dest, units, 0, op, g);
+            // SAFETY: `from[..count]` are the members' copies of `src` and `dest`, all 16-byte
+            // aligned (`vector`), of `n` `T`s, and `units * lanes <= n`.
+            unsafe {
+                if op == ReduceOp::Sum {
+                    fold_units::<T, true>(&from, count, dest, fold_dest, units, 0, ReduceOp::Sum, g);
+                } else {
+                    fold_units::<T, true>(&from, count, dest, fold_dest, units, 0, op, g);
+                }
             }
         }
         // The rest (or everything, when unaligned), one element per unit.
-        fold_units::<T, false>(&from, count, dest, fold_dest, n - vector_elems, vector_elems, op, g);
+        // SAFETY: elements `vector_elems..n` of the `count` members' copies of `src` and of `dest`.
+        unsafe { fold_units::<T, false>(&from, count, dest, fold_dest, n - vector_elems, vector_elems, op, g) };
         first += BATCH as u32;
     }
 }
@@ -308,6 +372,11 @@ unsafe fn combine<T: Reducible>(
 /// Folds `units` units starting at element `at` (units of 16 bytes if `VECTOR`,
 /// else of one element) of the `count` member buffers in `from` into `dest`,
 /// after `dest`'s own value when `fold_dest`. Every thread of `g` calls.
+///
+/// # Safety
+/// `from[..count]` and `dest` are valid global memory for elements `at..at + units * lanes`
+/// (`lanes` = `16 / size_of::<T>()` if `VECTOR`, else 1), aligned for `T` and, if
+/// `VECTOR`, to 16 bytes at element `at`; `dest` overlaps none of `from[..count]`; `count >= 1`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
@@ -323,10 +392,15 @@ unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
     let lanes = if VECTOR { 16 / core::mem::size_of::<T>() } else { 1 };
     let load = |p: *const T| -> Unit {
         let mut u = Unit([0; 4]);
-        if VECTOR {
-            u.0 = crate::ptx::ld_global_v4(p.cast());
-        } else {
-            *(u.0.as_mut_ptr() as *mut T) = *p;
+        // SAFETY: `p` is an element of a buffer that this fn's contract makes valid and
+        // aligned for the access (16 bytes if `VECTOR`); a `T` (at most 16 bytes) fits in
+        // `Unit`, whose 16-byte alignment covers `T`'s.
+        unsafe {
+            if VECTOR {
+                u.0 = crate::ptx::ld_global_v4(p.cast());
+            } else {
+                *(u.0.as_mut_ptr() as *mut T) = *p;
+            }
         }
         u
     };
@@ -338,10 +412,12 @@ unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
         #[allow(clippy::needless_range_loop)]
         for k in 0..BATCH {
             if k < count {
-                x[k] = load(from[k].add(e));
+                // SAFETY: `i < units`, so element `e` starts a unit inside `from[k]`'s range.
+                x[k] = load(unsafe { from[k].add(e) });
             }
         }
-        let mut acc = if fold_dest { load(dest.add(e)) } else { x[0] };
+        // SAFETY: as above, in `dest`'s range.
+        let mut acc = if fold_dest { load(unsafe { dest.add(e) }) } else { x[0] };
         #[allow(clippy::needless_range_loop)]
         for k in 0..BATCH {
             if k < count && (k > 0 || fold_dest) {
@@ -349,14 +425,20 @@ unsafe fn fold_units<T: Reducible, const VECTOR: bool>(
                     T::apply_16(op, acc.words(), x[k].words());
                 } else {
                     let (a, b) = (acc.0.as_mut_ptr() as *mut T, x[k].0.as_ptr() as *const T);
-                    *a = T::apply(op, *a, *b);
+                    // SAFETY: both point to the start of a local `Unit`, which holds a `T`
+                    // (written by `load`) and is aligned for it.
+                    unsafe { *a = T::apply(op, *a, *b) };
                 }
             }
         }
-        if VECTOR {
-            crate::ptx::st_global_v4(dest.add(e).cast(), acc.0);
-        } else {
-            *dest.add(e) = *(acc.0.as_ptr() as *const T);
+        // SAFETY: element `e` starts a unit inside `dest`'s range, 16-byte aligned if `VECTOR`
+        // (this fn's contract); `acc` holds a `T` at its start, aligned for it.
+        unsafe {
+            if VECTOR {
+                crate::ptx::st_global_v4(dest.add(e).cast(), acc.0);
+            } else {
+                *dest.add(e) = *(acc.0.as_ptr() as *const T);
+            }
         }
         i += g.size;
     }
