@@ -264,33 +264,45 @@ macro_rules! amo_externs {
         impl Word for $w {
             #[inline(always)]
             unsafe fn fetch_op(p: *mut Self, v: Self, pe: c_int, op: FetchOp) -> Self {
-                match op {
-                    FetchOp::Add => $fetch_add(p, v, pe),
-                    FetchOp::Inc => $fetch_inc(p, pe),
-                    FetchOp::And => $fetch_and(p, v, pe),
-                    FetchOp::Or => $fetch_or(p, v, pe),
-                    FetchOp::Xor => $fetch_xor(p, v, pe),
-                    FetchOp::Swap => $swap(p, v, pe),
+                // SAFETY: `p` is a naturally aligned symmetric address of a `$w` and `pe < n_pes()`
+                // (the trait's contract), which is what each of NVSHMEM's AMOs on it requires.
+                unsafe {
+                    match op {
+                        FetchOp::Add => $fetch_add(p, v, pe),
+                        FetchOp::Inc => $fetch_inc(p, pe),
+                        FetchOp::And => $fetch_and(p, v, pe),
+                        FetchOp::Or => $fetch_or(p, v, pe),
+                        FetchOp::Xor => $fetch_xor(p, v, pe),
+                        FetchOp::Swap => $swap(p, v, pe),
+                    }
                 }
             }
             #[inline(always)]
             unsafe fn op(p: *mut Self, v: Self, pe: c_int, op: Op) {
-                match op {
-                    Op::Add => $add(p, v, pe),
-                    Op::Inc => $inc(p, pe),
-                    Op::And => $and(p, v, pe),
-                    Op::Or => $or(p, v, pe),
-                    Op::Xor => $xor(p, v, pe),
-                    Op::Set => $set(p, v, pe),
+                // SAFETY: `p` is a naturally aligned symmetric address of a `$w` and `pe < n_pes()`
+                // (the trait's contract), which is what each of NVSHMEM's AMOs on it requires.
+                unsafe {
+                    match op {
+                        Op::Add => $add(p, v, pe),
+                        Op::Inc => $inc(p, pe),
+                        Op::And => $and(p, v, pe),
+                        Op::Or => $or(p, v, pe),
+                        Op::Xor => $xor(p, v, pe),
+                        Op::Set => $set(p, v, pe),
+                    }
                 }
             }
             #[inline(always)]
             unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self, pe: c_int) -> Self {
-                $cas(p, cond, v, pe)
+                // SAFETY: `p` is a naturally aligned symmetric address of a `$w` and `pe < n_pes()`
+                // (the trait's contract), which is what NVSHMEM's AMO on it requires.
+                unsafe { $cas(p, cond, v, pe) }
             }
             #[inline(always)]
             unsafe fn fetch(p: *const Self, pe: c_int) -> Self {
-                $fetch(p, pe)
+                // SAFETY: `p` is a naturally aligned symmetric address of a `$w` and `pe < n_pes()`
+                // (the trait's contract), which is what NVSHMEM's AMO on it requires.
+                unsafe { $fetch(p, pe) }
             }
         }
     };
@@ -299,9 +311,25 @@ macro_rules! amo_externs {
 /// An unsigned word NVSHMEM has AMOs for; the remote atomics of a
 /// [`AtomicWord`] go through the one of its width.
 trait Word: bytemuck::Pod {
+    /// The AMO `op` that returns the old value.
+    ///
+    /// # Safety
+    /// `p` is a naturally aligned symmetric address of a `Self`; `0 <= pe < n_pes()`.
     unsafe fn fetch_op(p: *mut Self, v: Self, pe: c_int, op: FetchOp) -> Self;
+    /// The AMO `op` without a result.
+    ///
+    /// # Safety
+    /// As [`Word::fetch_op`].
     unsafe fn op(p: *mut Self, v: Self, pe: c_int, op: Op);
+    /// `atomic_compare_swap`.
+    ///
+    /// # Safety
+    /// As [`Word::fetch_op`].
     unsafe fn compare_swap(p: *mut Self, cond: Self, v: Self, pe: c_int) -> Self;
+    /// `atomic_fetch`.
+    ///
+    /// # Safety
+    /// As [`Word::fetch_op`].
     unsafe fn fetch(p: *const Self, pe: c_int) -> Self;
 }
 
@@ -339,10 +367,16 @@ pub(crate) fn n_pes() -> u32 {
 /// As [`crate::pe::ptr`].
 #[inline(always)]
 pub(crate) unsafe fn ptr<T>(sym: *const T, pe: u32) -> *mut T {
-    nvshmem_ptr(sym.cast(), pe as c_int).cast()
+    // SAFETY: `sym` is in the symmetric heap and `pe < n_pes()` (this fn's contract), as
+    // `nvshmem_ptr` requires; it only translates the address.
+    unsafe { nvshmem_ptr(sym.cast(), pe as c_int).cast() }
 }
 
 /// `nvshmem(x)_putmem(_nbi)(_warp/_block)` of `nelems * size_of::<T>()` bytes.
+///
+/// # Safety
+/// As [`crate::rma::put`]: `dest` is a symmetric-heap range of `nelems` `T`s, `src` valid global
+/// memory of as many, not overlapping; `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 pub(crate) unsafe fn put<T: bytemuck::Pod>(
     dest: *mut T,
@@ -354,17 +388,25 @@ pub(crate) unsafe fn put<T: bytemuck::Pod>(
     _call: &CStr,
 ) {
     let (d, s, n, pe) = (dest.cast::<c_void>(), src.cast::<c_void>(), nelems * size_of::<T>(), pe as c_int);
-    match (g.kind, mode) {
-        (Kind::Thread, Mode::Blocking) => nvshmem_putmem(d, s, n, pe),
-        (Kind::Warp, Mode::Blocking) => nvshmemx_putmem_warp(d, s, n, pe),
-        (Kind::Block, Mode::Blocking) => nvshmemx_putmem_block(d, s, n, pe),
-        (Kind::Thread, Mode::Nbi) => nvshmem_putmem_nbi(d, s, n, pe),
-        (Kind::Warp, Mode::Nbi) => nvshmemx_putmem_nbi_warp(d, s, n, pe),
-        (Kind::Block, Mode::Nbi) => nvshmemx_putmem_nbi_block(d, s, n, pe),
+    // SAFETY: this fn's contract is each call's: `d` symmetric, `s` valid, `n` bytes each,
+    // not overlapping, `pe` in range; the group form is called by the whole group.
+    unsafe {
+        match (g.kind, mode) {
+            (Kind::Thread, Mode::Blocking) => nvshmem_putmem(d, s, n, pe),
+            (Kind::Warp, Mode::Blocking) => nvshmemx_putmem_warp(d, s, n, pe),
+            (Kind::Block, Mode::Blocking) => nvshmemx_putmem_block(d, s, n, pe),
+            (Kind::Thread, Mode::Nbi) => nvshmem_putmem_nbi(d, s, n, pe),
+            (Kind::Warp, Mode::Nbi) => nvshmemx_putmem_nbi_warp(d, s, n, pe),
+            (Kind::Block, Mode::Nbi) => nvshmemx_putmem_nbi_block(d, s, n, pe),
+        }
     }
 }
 
 /// `nvshmem(x)_getmem(_nbi)(_warp/_block)` of `nelems * size_of::<T>()` bytes.
+///
+/// # Safety
+/// As [`crate::rma::get`]: `src` is a symmetric-heap range of `nelems` `T`s, `dest` valid global
+/// memory of as many, not overlapping; `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 pub(crate) unsafe fn get<T: bytemuck::Pod>(
     dest: *mut T,
@@ -376,13 +418,17 @@ pub(crate) unsafe fn get<T: bytemuck::Pod>(
     _call: &CStr,
 ) {
     let (d, s, n, pe) = (dest.cast::<c_void>(), src.cast::<c_void>(), nelems * size_of::<T>(), pe as c_int);
-    match (g.kind, mode) {
-        (Kind::Thread, Mode::Blocking) => nvshmem_getmem(d, s, n, pe),
-        (Kind::Warp, Mode::Blocking) => nvshmemx_getmem_warp(d, s, n, pe),
-        (Kind::Block, Mode::Blocking) => nvshmemx_getmem_block(d, s, n, pe),
-        (Kind::Thread, Mode::Nbi) => nvshmem_getmem_nbi(d, s, n, pe),
-        (Kind::Warp, Mode::Nbi) => nvshmemx_getmem_nbi_warp(d, s, n, pe),
-        (Kind::Block, Mode::Nbi) => nvshmemx_getmem_nbi_block(d, s, n, pe),
+    // SAFETY: this fn's contract is each call's: `s` symmetric, `d` valid, `n` bytes each,
+    // not overlapping, `pe` in range; the group form is called by the whole group.
+    unsafe {
+        match (g.kind, mode) {
+            (Kind::Thread, Mode::Blocking) => nvshmem_getmem(d, s, n, pe),
+            (Kind::Warp, Mode::Blocking) => nvshmemx_getmem_warp(d, s, n, pe),
+            (Kind::Block, Mode::Blocking) => nvshmemx_getmem_block(d, s, n, pe),
+            (Kind::Thread, Mode::Nbi) => nvshmem_getmem_nbi(d, s, n, pe),
+            (Kind::Warp, Mode::Nbi) => nvshmemx_getmem_nbi_warp(d, s, n, pe),
+            (Kind::Block, Mode::Nbi) => nvshmemx_getmem_nbi_block(d, s, n, pe),
+        }
     }
 }
 
@@ -398,28 +444,41 @@ impl<T> ElemCheck<T> {
 }
 
 /// `nvshmem_uint{8,16,32,64}_p` on the element's bits.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn p<T: bytemuck::Pod>(dest: *mut T, value: T, pe: u32, _call: &CStr) {
     let () = ElemCheck::<T>::OK;
     let pe = pe as c_int;
-    match size_of::<T>() {
-        1 => nvshmem_uint8_p(dest.cast(), bytemuck::cast(value), pe),
-        2 => nvshmem_uint16_p(dest.cast(), bytemuck::cast(value), pe),
-        4 => nvshmem_uint32_p(dest.cast(), bytemuck::cast(value), pe),
-        _ => nvshmem_uint64_p(dest.cast(), bytemuck::cast(value), pe),
+    // SAFETY: `dest` is an aligned symmetric `T` and `pe` in range (this fn's contract);
+    // `ElemCheck` makes `T` an unsigned word of the width called, aligned to its size.
+    unsafe {
+        match size_of::<T>() {
+            1 => nvshmem_uint8_p(dest.cast(), bytemuck::cast(value), pe),
+            2 => nvshmem_uint16_p(dest.cast(), bytemuck::cast(value), pe),
+            4 => nvshmem_uint32_p(dest.cast(), bytemuck::cast(value), pe),
+            _ => nvshmem_uint64_p(dest.cast(), bytemuck::cast(value), pe),
+        }
     }
 }
 
 /// `nvshmem_uint{8,16,32,64}_g` on the element's bits.
+///
+/// # Safety
+/// `src` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn g<T: bytemuck::Pod>(src: *const T, pe: u32, _call: &CStr) -> T {
     let () = ElemCheck::<T>::OK;
     let pe = pe as c_int;
-    match size_of::<T>() {
-        1 => bytemuck::cast(nvshmem_uint8_g(src.cast(), pe)),
-        2 => bytemuck::cast(nvshmem_uint16_g(src.cast(), pe)),
-        4 => bytemuck::cast(nvshmem_uint32_g(src.cast(), pe)),
-        _ => bytemuck::cast(nvshmem_uint64_g(src.cast(), pe)),
+    // SAFETY: as in `p`, with `src`.
+    unsafe {
+        match size_of::<T>() {
+            1 => bytemuck::cast(nvshmem_uint8_g(src.cast(), pe)),
+            2 => bytemuck::cast(nvshmem_uint16_g(src.cast(), pe)),
+            4 => bytemuck::cast(nvshmem_uint32_g(src.cast(), pe)),
+            _ => bytemuck::cast(nvshmem_uint64_g(src.cast(), pe)),
+        }
     }
 }
 
@@ -451,6 +510,10 @@ macro_rules! strided_call {
 }
 
 /// `nvshmem(x)_iput{8..128}(_warp/_block)`: strides in elements (NVSHMEM's are too).
+///
+/// # Safety
+/// As [`crate::rma::iput`]: `dest`'s elements are in the symmetric heap, both sides' elements
+/// are valid, naturally aligned and do not overlap; `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iput<T: bytemuck::Pod>(
@@ -464,15 +527,23 @@ pub(crate) unsafe fn iput<T: bytemuck::Pod>(
     _call: &CStr,
 ) {
     let (d, s, pe) = (dest.cast::<c_void>(), src.cast::<c_void>(), pe as c_int);
-    strided_call!(T, g, (d, s, dst, sst, nelems, pe),
-        1 => [nvshmem_iput8, nvshmemx_iput8_warp, nvshmemx_iput8_block],
-        2 => [nvshmem_iput16, nvshmemx_iput16_warp, nvshmemx_iput16_block],
-        4 => [nvshmem_iput32, nvshmemx_iput32_warp, nvshmemx_iput32_block],
-        8 => [nvshmem_iput64, nvshmemx_iput64_warp, nvshmemx_iput64_block],
-        16 => [nvshmem_iput128, nvshmemx_iput128_warp, nvshmemx_iput128_block])
+    // SAFETY: this fn's contract is the strided call's; `StridedCheck` makes `T` of the
+    // width called, aligned to its size; the group form is called by the whole group.
+    unsafe {
+        strided_call!(T, g, (d, s, dst, sst, nelems, pe),
+            1 => [nvshmem_iput8, nvshmemx_iput8_warp, nvshmemx_iput8_block],
+            2 => [nvshmem_iput16, nvshmemx_iput16_warp, nvshmemx_iput16_block],
+            4 => [nvshmem_iput32, nvshmemx_iput32_warp, nvshmemx_iput32_block],
+            8 => [nvshmem_iput64, nvshmemx_iput64_warp, nvshmemx_iput64_block],
+            16 => [nvshmem_iput128, nvshmemx_iput128_warp, nvshmemx_iput128_block])
+    }
 }
 
 /// `nvshmem(x)_iget{8..128}(_warp/_block)`.
+///
+/// # Safety
+/// As [`crate::rma::iget`]: `src`'s elements are in the symmetric heap, both sides' elements
+/// are valid, naturally aligned and do not overlap; `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn iget<T: bytemuck::Pod>(
@@ -486,12 +557,16 @@ pub(crate) unsafe fn iget<T: bytemuck::Pod>(
     _call: &CStr,
 ) {
     let (d, s, pe) = (dest.cast::<c_void>(), src.cast::<c_void>(), pe as c_int);
-    strided_call!(T, g, (d, s, dst, sst, nelems, pe),
-        1 => [nvshmem_iget8, nvshmemx_iget8_warp, nvshmemx_iget8_block],
-        2 => [nvshmem_iget16, nvshmemx_iget16_warp, nvshmemx_iget16_block],
-        4 => [nvshmem_iget32, nvshmemx_iget32_warp, nvshmemx_iget32_block],
-        8 => [nvshmem_iget64, nvshmemx_iget64_warp, nvshmemx_iget64_block],
-        16 => [nvshmem_iget128, nvshmemx_iget128_warp, nvshmemx_iget128_block])
+    // SAFETY: this fn's contract is the strided call's; `StridedCheck` makes `T` of the
+    // width called, aligned to its size; the group form is called by the whole group.
+    unsafe {
+        strided_call!(T, g, (d, s, dst, sst, nelems, pe),
+            1 => [nvshmem_iget8, nvshmemx_iget8_warp, nvshmemx_iget8_block],
+            2 => [nvshmem_iget16, nvshmemx_iget16_warp, nvshmemx_iget16_block],
+            4 => [nvshmem_iget32, nvshmemx_iget32_warp, nvshmemx_iget32_block],
+            8 => [nvshmem_iget64, nvshmemx_iget64_warp, nvshmemx_iget64_block],
+            16 => [nvshmem_iget128, nvshmemx_iget128_warp, nvshmemx_iget128_block])
+    }
 }
 
 /// `nvshmem_fence`.
@@ -543,6 +618,11 @@ fn sig_op(op: SignalOp) -> c_int {
 
 /// `nvshmem(x)_putmem_signal(_nbi)(_warp/_block)`: NVSHMEM orders the data
 /// before the signal update (a system fence between them on load/store paths).
+///
+/// # Safety
+/// As [`crate::signal::put_signal`]: `dest` is a symmetric-heap range of `nelems` `T`s and
+/// `sig` an 8-byte-aligned symmetric address; `src` is valid global memory of `nelems` `T`s,
+/// not overlapping `dest`; `pe < n_pes()`; every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn put_signal<T: bytemuck::Pod>(
@@ -559,63 +639,100 @@ pub(crate) unsafe fn put_signal<T: bytemuck::Pod>(
 ) {
     let (d, s, n, o, pe) =
         (dest.cast::<c_void>(), src.cast::<c_void>(), nelems * size_of::<T>(), sig_op(op), pe as c_int);
-    match (g.kind, mode) {
-        (Kind::Thread, Mode::Blocking) => nvshmem_putmem_signal(d, s, n, sig, value, o, pe),
-        (Kind::Warp, Mode::Blocking) => nvshmemx_putmem_signal_warp(d, s, n, sig, value, o, pe),
-        (Kind::Block, Mode::Blocking) => nvshmemx_putmem_signal_block(d, s, n, sig, value, o, pe),
-        (Kind::Thread, Mode::Nbi) => nvshmem_putmem_signal_nbi(d, s, n, sig, value, o, pe),
-        (Kind::Warp, Mode::Nbi) => nvshmemx_putmem_signal_nbi_warp(d, s, n, sig, value, o, pe),
-        (Kind::Block, Mode::Nbi) => nvshmemx_putmem_signal_nbi_block(d, s, n, sig, value, o, pe),
+    // SAFETY: this fn's contract is each call's: `d` and `sig` symmetric, `s` valid for `n`
+    // bytes, not overlapping `d`, `pe` in range; the group form is called by the whole group.
+    unsafe {
+        match (g.kind, mode) {
+            (Kind::Thread, Mode::Blocking) => nvshmem_putmem_signal(d, s, n, sig, value, o, pe),
+            (Kind::Warp, Mode::Blocking) => nvshmemx_putmem_signal_warp(d, s, n, sig, value, o, pe),
+            (Kind::Block, Mode::Blocking) => nvshmemx_putmem_signal_block(d, s, n, sig, value, o, pe),
+            (Kind::Thread, Mode::Nbi) => nvshmem_putmem_signal_nbi(d, s, n, sig, value, o, pe),
+            (Kind::Warp, Mode::Nbi) => nvshmemx_putmem_signal_nbi_warp(d, s, n, sig, value, o, pe),
+            (Kind::Block, Mode::Nbi) => nvshmemx_putmem_signal_nbi_block(d, s, n, sig, value, o, pe),
+        }
     }
 }
 
 /// `nvshmem_fence` then `nvshmemx_signal_op`: NVSHMEM's signal op does not
 /// order earlier operations; the fence gives this crate's release guarantee.
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn signal_op(sig: *mut u64, value: u64, op: SignalOp, pe: u32, _call: &CStr) {
-    nvshmem_fence();
-    nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int)
+    // SAFETY: `nvshmem_fence` takes no arguments; `sig` is an aligned symmetric word and `pe`
+    // in range (this fn's contract), as `nvshmemx_signal_op` requires.
+    unsafe {
+        nvshmem_fence();
+        nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int)
+    }
 }
 
 /// `nvshmemx_signal_op` alone: NVSHMEM's own (unordered) signal update.
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn signal_op_relaxed(sig: *mut u64, value: u64, op: SignalOp, pe: u32, _call: &CStr) {
-    nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int)
+    // SAFETY: `sig` is an aligned symmetric word and `pe` in range (this fn's contract).
+    unsafe { nvshmemx_signal_op(sig, value, sig_op(op), pe as c_int) }
 }
 
 /// The address a [`PeerSignal`](crate::signal::PeerSignal) updates directly:
 /// `nvshmem_ptr(sig, pe)`, null where `pe` is reached through a proxy
 /// (network) transport, in which case its calls go through
 /// `nvshmemx_signal_op` with the symmetric address.
+///
+/// # Safety
+/// `sig` is an 8-byte-aligned symmetric address; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn peer_signal_address(sig: *mut u64, pe: u32, _call: &CStr) -> *mut u64 {
-    ptr(sig, pe)
+    // SAFETY: the caller upholds this function's contract, which covers `ptr`'s.
+    unsafe { ptr(sig, pe) }
 }
 
 /// [`signal_op`] through an address from [`peer_signal_address`]:
 /// `nvshmem_fence`, then [`signal_op_relaxed_at`].
+///
+/// # Safety
+/// `sig` and `pe` meet [`peer_signal_address`]'s contract and `at` is what it returned for them.
 #[inline(always)]
 pub(crate) unsafe fn signal_op_at(at: *mut u64, sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
-    nvshmem_fence();
-    signal_op_relaxed_at(at, sig, value, op, pe, call)
+    // SAFETY: `nvshmem_fence` takes no arguments; the rest is this fn's contract, which is
+    // `signal_op_relaxed_at`'s.
+    unsafe {
+        nvshmem_fence();
+        signal_op_relaxed_at(at, sig, value, op, pe, call)
+    }
 }
 
 /// [`signal_op_relaxed`] through an address from [`peer_signal_address`]:
 /// where it is not null, what `nvshmemx_signal_op` does on a load/store
 /// peer (a volatile store for `SET`, a system-scope atomic add for `ADD`)
 /// without its per-call translation; else `nvshmemx_signal_op`.
+///
+/// # Safety
+/// As [`signal_op_at`].
 #[inline(always)]
 pub(crate) unsafe fn signal_op_relaxed_at(at: *mut u64, sig: *mut u64, value: u64, op: SignalOp, pe: u32, call: &CStr) {
     if at.is_null() {
-        return signal_op_relaxed(sig, value, op, pe, call);
+        // SAFETY: `sig` is an aligned symmetric word and `pe` in range (this fn's contract).
+        return unsafe { signal_op_relaxed(sig, value, op, pe, call) };
     }
-    super::signal_relaxed(at, value, op)
+    // SAFETY: `at` is `nvshmem_ptr(sig, pe)`, not null: `sig`'s word on `pe`, mapped for
+    // loads and stores and 8-byte aligned.
+    unsafe { super::signal_relaxed(at, value, op) }
 }
 
 /// `nvshmem_signal_fetch` (a volatile load), then `fence.acq_rel` for the acquire.
+///
+/// # Safety
+/// `sig` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub(crate) unsafe fn signal_fetch(sig: *const u64) -> u64 {
-    let v = nvshmem_signal_fetch(sig.cast_mut());
+    // SAFETY: `sig` is a valid, aligned `u64` (this fn's contract); NVSHMEM only reads it
+    // (the `*mut` is its C signature).
+    let v = unsafe { nvshmem_signal_fetch(sig.cast_mut()) };
     ptx::fence_acq_rel();
     v
 }
@@ -630,50 +747,78 @@ impl<T> WordCheck<T> {
 }
 
 /// [`Word::fetch_op`] of `T`'s width.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_fetch_op<T: AtomicWord>(dest: *mut T, value: T, pe: u32, op: FetchOp, _call: &CStr) -> T {
     let () = WordCheck::<T>::OK;
     let pe = pe as c_int;
-    if size_of::<T>() == 4 {
-        bytemuck::cast(<u32 as Word>::fetch_op(dest.cast(), bytemuck::cast(value), pe, op))
-    } else {
-        bytemuck::cast(<u64 as Word>::fetch_op(dest.cast(), bytemuck::cast(value), pe, op))
+    // SAFETY: `dest` is an aligned symmetric `T` and `pe` in range (this fn's contract), so
+    // its cast is the same word as a `u{32,64}` of `T`'s width (`WordCheck`), as `Word` needs.
+    unsafe {
+        if size_of::<T>() == 4 {
+            bytemuck::cast(<u32 as Word>::fetch_op(dest.cast(), bytemuck::cast(value), pe, op))
+        } else {
+            bytemuck::cast(<u64 as Word>::fetch_op(dest.cast(), bytemuck::cast(value), pe, op))
+        }
     }
 }
 
 /// [`Word::op`] of `T`'s width.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_op<T: AtomicWord>(dest: *mut T, value: T, pe: u32, op: Op, _call: &CStr) {
     let () = WordCheck::<T>::OK;
     let pe = pe as c_int;
-    if size_of::<T>() == 4 {
-        <u32 as Word>::op(dest.cast(), bytemuck::cast(value), pe, op)
-    } else {
-        <u64 as Word>::op(dest.cast(), bytemuck::cast(value), pe, op)
+    // SAFETY: `dest` is an aligned symmetric `T` and `pe` in range (this fn's contract), so
+    // its cast is the same word as a `u{32,64}` of `T`'s width (`WordCheck`), as `Word` needs.
+    unsafe {
+        if size_of::<T>() == 4 {
+            <u32 as Word>::op(dest.cast(), bytemuck::cast(value), pe, op)
+        } else {
+            <u64 as Word>::op(dest.cast(), bytemuck::cast(value), pe, op)
+        }
     }
 }
 
 /// `nvshmem_uint{32,64}_atomic_compare_swap`.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_compare_swap<T: AtomicWord>(dest: *mut T, cond: T, value: T, pe: u32, _call: &CStr) -> T {
     let () = WordCheck::<T>::OK;
     let pe = pe as c_int;
-    if size_of::<T>() == 4 {
-        bytemuck::cast(<u32 as Word>::compare_swap(dest.cast(), bytemuck::cast(cond), bytemuck::cast(value), pe))
-    } else {
-        bytemuck::cast(<u64 as Word>::compare_swap(dest.cast(), bytemuck::cast(cond), bytemuck::cast(value), pe))
+    // SAFETY: `dest` is an aligned symmetric `T` and `pe` in range (this fn's contract), so
+    // its cast is the same word as a `u{32,64}` of `T`'s width (`WordCheck`), as `Word` needs.
+    unsafe {
+        if size_of::<T>() == 4 {
+            bytemuck::cast(<u32 as Word>::compare_swap(dest.cast(), bytemuck::cast(cond), bytemuck::cast(value), pe))
+        } else {
+            bytemuck::cast(<u64 as Word>::compare_swap(dest.cast(), bytemuck::cast(cond), bytemuck::cast(value), pe))
+        }
     }
 }
 
 /// `nvshmem_uint{32,64}_atomic_fetch`.
+///
+/// # Safety
+/// `src` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32, _call: &CStr) -> T {
     let () = WordCheck::<T>::OK;
     let pe = pe as c_int;
-    if size_of::<T>() == 4 {
-        bytemuck::cast(<u32 as Word>::fetch(src.cast(), pe))
-    } else {
-        bytemuck::cast(<u64 as Word>::fetch(src.cast(), pe))
+    // SAFETY: `src` is an aligned symmetric `T` and `pe` in range (this fn's contract), so
+    // its cast is the same word as a `u{32,64}` of `T`'s width (`WordCheck`), as `Word` needs.
+    unsafe {
+        if size_of::<T>() == 4 {
+            bytemuck::cast(<u32 as Word>::fetch(src.cast(), pe))
+        } else {
+            bytemuck::cast(<u64 as Word>::fetch(src.cast(), pe))
+        }
     }
 }
 
@@ -681,15 +826,21 @@ pub(crate) unsafe fn atomic_fetch<T: AtomicWord>(src: *const T, pe: u32, _call: 
 /// 3.4.5 has no float add): read the word, add, swap in if unchanged, else
 /// retry with the value seen. Atomic with respect to other AMOs on the word.
 /// `AtomicFloat` is implemented for `f32` (4 bytes) and `f64` (8 bytes) only.
+///
+/// # Safety
+/// `dest` is a naturally aligned symmetric address of a `T`; `pe < n_pes()`.
 #[inline(always)]
 pub(crate) unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value: T, pe: u32, _call: &CStr) -> T {
     let () = WordCheck::<T>::OK;
     let pe = pe as c_int;
     if size_of::<T>() == 4 {
         let (d, v) = (dest.cast::<u32>(), bytemuck::cast::<T, f32>(value));
-        let mut old = <u32 as Word>::fetch(d, pe);
+        // SAFETY: `dest` is an aligned symmetric `T` of 4 bytes and `pe` in range (this fn's
+        // contract): `d` is the same word as a `u32`, as `Word` needs.
+        let mut old = unsafe { <u32 as Word>::fetch(d, pe) };
         loop {
-            let seen = <u32 as Word>::compare_swap(d, old, (f32::from_bits(old) + v).to_bits(), pe);
+            // SAFETY: as above.
+            let seen = unsafe { <u32 as Word>::compare_swap(d, old, (f32::from_bits(old) + v).to_bits(), pe) };
             if seen == old {
                 return bytemuck::cast(old);
             }
@@ -697,9 +848,12 @@ pub(crate) unsafe fn atomic_fetch_add_float<T: AtomicFloat>(dest: *mut T, value:
         }
     } else {
         let (d, v) = (dest.cast::<u64>(), bytemuck::cast::<T, f64>(value));
-        let mut old = <u64 as Word>::fetch(d, pe);
+        // SAFETY: `dest` is an aligned symmetric `T` of 8 bytes and `pe` in range (this fn's
+        // contract): `d` is the same word as a `u64`, as `Word` needs.
+        let mut old = unsafe { <u64 as Word>::fetch(d, pe) };
         loop {
-            let seen = <u64 as Word>::compare_swap(d, old, (f64::from_bits(old) + v).to_bits(), pe);
+            // SAFETY: as above.
+            let seen = unsafe { <u64 as Word>::compare_swap(d, old, (f64::from_bits(old) + v).to_bits(), pe) };
             if seen == old {
                 return bytemuck::cast(old);
             }

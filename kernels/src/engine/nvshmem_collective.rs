@@ -82,6 +82,11 @@ pub(crate) fn team_sync_group(team: Team, g: Group, complete: bool, call: &CStr)
 }
 
 /// `nvshmem[x]_broadcastmem[_warp|_block]`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` and `src` are symmetric ranges of `bytes` bytes
+/// that do not overlap; `root` is a member number; every member calls with the same
+/// arguments and every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn broadcast(
@@ -95,19 +100,28 @@ pub(crate) unsafe fn broadcast(
     call: &CStr,
 ) {
     let h = engine_handle(team, call);
-    by_group!(
-        g.kind,
-        [nvshmem_broadcastmem, nvshmemx_broadcastmem_warp, nvshmemx_broadcastmem_block](
-            h,
-            dest.cast(),
-            src.cast(),
-            bytes,
-            root as c_int
+    // SAFETY: this fn's contract is the NVSHMEM function's (symmetric, disjoint ranges of
+    // `bytes`, called alike by every member and thread of the group); `h` is the team's handle.
+    unsafe {
+        by_group!(
+            g.kind,
+            [nvshmem_broadcastmem, nvshmemx_broadcastmem_warp, nvshmemx_broadcastmem_block](
+                h,
+                dest.cast(),
+                src.cast(),
+                bytes,
+                root as c_int
+            )
         )
-    );
+    };
 }
 
 /// `nvshmem[x]_fcollectmem[_warp|_block]`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` is a symmetric range of `team size * bytes` bytes,
+/// `src` one of `bytes`, not overlapping; every member calls with the same
+/// arguments and every thread of `g` calls.
 #[inline(always)]
 pub(crate) unsafe fn fcollect(
     team: Team,
@@ -119,13 +133,26 @@ pub(crate) unsafe fn fcollect(
     call: &CStr,
 ) {
     let h = engine_handle(team, call);
-    by_group!(
-        g.kind,
-        [nvshmem_fcollectmem, nvshmemx_fcollectmem_warp, nvshmemx_fcollectmem_block](h, dest.cast(), src.cast(), bytes)
-    );
+    // SAFETY: this fn's contract is the NVSHMEM function's; `h` is the team's handle.
+    unsafe {
+        by_group!(
+            g.kind,
+            [nvshmem_fcollectmem, nvshmemx_fcollectmem_warp, nvshmemx_fcollectmem_block](
+                h,
+                dest.cast(),
+                src.cast(),
+                bytes
+            )
+        )
+    };
 }
 
 /// `nvshmem[x]_alltoallmem[_warp|_block]`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` and `src` are symmetric ranges of
+/// `team size * bytes` bytes that do not overlap; every member calls with the same
+/// arguments and every thread of `g` calls.
 #[inline(always)]
 pub(crate) unsafe fn alltoall(
     team: Team,
@@ -137,10 +164,18 @@ pub(crate) unsafe fn alltoall(
     call: &CStr,
 ) {
     let h = engine_handle(team, call);
-    by_group!(
-        g.kind,
-        [nvshmem_alltoallmem, nvshmemx_alltoallmem_warp, nvshmemx_alltoallmem_block](h, dest.cast(), src.cast(), bytes)
-    );
+    // SAFETY: this fn's contract is the NVSHMEM function's; `h` is the team's handle.
+    unsafe {
+        by_group!(
+            g.kind,
+            [nvshmem_alltoallmem, nvshmemx_alltoallmem_warp, nvshmemx_alltoallmem_block](
+                h,
+                dest.cast(),
+                src.cast(),
+                bytes
+            )
+        )
+    };
 }
 
 /// One NVSHMEM element type's reductions: a module per operator with the
@@ -202,7 +237,7 @@ macro_rules! reductions {
                 n: usize,
             ) {
                 match op {
-                    // SAFETY: forwarded.
+                    // SAFETY: the caller upholds this function's contract, which is `go`'s.
                     $(ReduceOp::$variant => unsafe { $op::go(scatter, g, team, d, s, n) },)*
                     #[allow(unreachable_patterns)]
                     _ => crate::ptx::trap(), // (a bitwise operator on a float type: `check_op` trapped already)
@@ -227,11 +262,17 @@ int_reductions!(u8_ => "uint8", i8_ => "int8", u16_ => "uint16", i16_ => "int16"
 float_reductions!(f32_ => "float", f64_ => "double", f16_ => "half", bf16_ => "bfloat16");
 
 /// The reduction of `T` by `op` over the group (`scatter`: reducescatter).
+///
+/// # Safety
+/// As the public reduce / reducescatter forms: `d` and `s` are symmetric ranges of `n` `T`s
+/// (`s` of `n * team size` for `scatter`) that do not overlap; `h` is the team's handle;
+/// every member calls with the same arguments and every thread of the group calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 unsafe fn by_type<T: Reducible>(op: ReduceOp, scatter: bool, g: Kind, h: c_int, d: *mut T, s: *const T, n: usize) {
     let (d, s) = (d.cast::<c_void>(), s.cast::<c_void>());
-    // SAFETY: forwarded; `T::KIND` names `T`, so the function's element type is `T`'s.
+    // SAFETY: the caller upholds this function's contract, which is each `call`'s;
+    // `T::KIND` names `T`, so the function's element type is `T`'s.
     unsafe {
         match T::KIND {
             ElemKind::U8 => u8_::call(op, scatter, g, h, d, s, n),
@@ -251,6 +292,11 @@ unsafe fn by_type<T: Reducible>(op: ReduceOp, scatter: bool, g: Kind, h: c_int, 
 }
 
 /// `nvshmem[x]_<type>_<op>_reduce[_warp|_block]`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` and `src` are symmetric ranges of `n` `T`s that
+/// do not overlap; every member calls with the same
+/// arguments and every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reduce<T: Reducible>(
@@ -263,11 +309,17 @@ pub(crate) unsafe fn reduce<T: Reducible>(
     g: Group,
     call: &CStr,
 ) {
-    // SAFETY: forwarded.
+    // SAFETY: the caller upholds this function's contract, which is `by_type`'s (not
+    // scattering); `engine_handle` gives the team's handle (or traps).
     unsafe { by_type(op, false, g.kind, engine_handle(team, call), dest, src, n) }
 }
 
 /// `nvshmem[x]_<type>_<op>_reducescatter[_warp|_block]`.
+///
+/// # Safety
+/// As the [`crate::collective`] call it serves: `dest` is a symmetric range of `n` `T`s, `src` one of
+/// `team size * n`, not overlapping; every member calls with the same
+/// arguments and every thread of `g` calls.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn reducescatter<T: Reducible>(
@@ -280,6 +332,7 @@ pub(crate) unsafe fn reducescatter<T: Reducible>(
     g: Group,
     call: &CStr,
 ) {
-    // SAFETY: forwarded.
+    // SAFETY: the caller upholds this function's contract, which is `by_type`'s (scattering);
+    // `engine_handle` gives the team's handle (or traps).
     unsafe { by_type(op, true, g.kind, engine_handle(team, call), dest, src, n) }
 }
