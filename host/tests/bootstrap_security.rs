@@ -12,6 +12,15 @@
 //!   symbolic link at an explicit rendezvous path is refused by every PE.
 //! - A flood of connections from another user neither holds PE 0 past its
 //!   timeout nor makes its error unbounded.
+//! - Every wait is bounded (issue 37): a listener of another user that never
+//!   accepts fails both PEs at their timeout; silent connections of this user
+//!   do not hold PE 0 (handshakes run side by side) and are counted; a message
+//!   longer than the protocol needs fails that connection only, without
+//!   allocating it.
+//! - No check-then-use: a path that leads to another socket through a link
+//!   (however late it appeared) is refused after connecting, from the
+//!   listener's own address; a squatted default directory says what to do; PE
+//!   0's socket file is mode 0600.
 //!
 //! The tests with another user fork a child that drops to uid/gid 65534
 //! (`nobody`), so they need root (CI runs as root); without root they fail
@@ -29,7 +38,7 @@ use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::UnixListener;
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -96,7 +105,9 @@ fn default_rendezvous_is_a_private_directory() {
             ("PMI_RANK", rank.to_string()),
             ("PMI_SIZE", "2".into()),
             ("PMIX_NAMESPACE", "job-a".into()),
-            ("TMPDIR", tmp),
+            ("TMPDIR", tmp.clone()),
+            // Set but not private (mode 1777): the temporary directory, whatever this machine has.
+            ("XDG_RUNTIME_DIR", tmp),
             ("GPUSHMEM_BOOTSTRAP_SECRET", SECRET.into()),
         ];
         LaunchEnv::from_lookup(|k| vars.iter().find(|v| v.0 == k).map(|v| v.1.clone())).unwrap().unwrap()
@@ -145,6 +156,8 @@ fn squatter_of_another_user_at_the_default_path() {
             ("SLURM_JOB_ID", "4242".into()),
             ("SLURM_STEP_ID", "0".into()),
             ("TMPDIR", tmp.to_str().unwrap().to_string()),
+            // Set but not private (mode 1777): the temporary directory, whatever this machine has.
+            ("XDG_RUNTIME_DIR", tmp.to_str().unwrap().to_string()),
         ];
         LaunchEnv::from_lookup(|k| vars.iter().find(|v| v.0 == k).map(|v| v.1.clone())).unwrap().unwrap()
     };
@@ -204,8 +217,8 @@ fn connection_from_another_user_gets_no_byte_from_pe_zero() {
     let path = tmp.join("job.sock");
     let t = Duration::from_secs(10);
     let root = connect(env(0, 2, &path), t);
-    wait_for(&path);
-    // As if PE 0's umask left the socket open to everyone.
+    wait_listening(&path);
+    // As if PE 0 had left the socket open to everyone.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
     // (The file appears at bind, before PE 0 listens: the intruder retries a refused connect.)
     let intruder = Intruder::connect(&path);
@@ -229,7 +242,7 @@ fn flood_of_connections_from_another_user_does_not_hold_pe_zero() {
     let t0 = Instant::now();
     // No PE 1 ever comes: PE 0 must time out on time, whatever else connects.
     let root = connect(env(0, 2, &path), t);
-    wait_for(&path);
+    wait_listening(&path);
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
     let flood = Child::flood(&path, Duration::from_secs(6));
     assert_eq!(flood.status, 0, "the flood could not start");
@@ -319,17 +332,337 @@ fn symlink_at_an_explicit_path_is_refused() {
     std::fs::remove_file(&link).unwrap();
 }
 
+#[test]
+fn tarpit_of_another_user_fails_both_pes_at_their_timeout() {
+    need_root();
+    // Another user listens at the explicit path with a full backlog and never
+    // accepts: a plain connect would block both PEs for good.
+    let tmp = scratch_dir("tarpit");
+    let path = tmp.join("job.sock");
+    let tarpit = Child::tarpit(&path);
+    assert_eq!(tarpit.status, 0, "the tarpit could not fill its backlog");
+    let t = Duration::from_secs(2);
+    let t0 = Instant::now();
+    let (p0, p1) = (path.clone(), path.clone());
+    let pe0 = within(t + Duration::from_secs(3), "PE 0", move || SocketBootstrap::connect(&env(0, 2, &p0), t));
+    let pe1 = within(t + Duration::from_secs(3), "PE 1", move || SocketBootstrap::connect(&env(1, 2, &p1), t));
+    let name = path.display().to_string();
+    // PE 1 waits for PE 0 until its timeout, then names the path and who listens there.
+    let msg = match pe1.wait() {
+        Err(e @ Error::BootstrapTimeout { .. }) => e.to_string(),
+        other => panic!("PE 1: expected a timeout, got {:?}", other.map(|_| ())),
+    };
+    assert!(msg.contains(&name) && msg.contains("uid 65534"), "{msg}");
+    // PE 0 will not take the path over: a process listens there.
+    let msg = match pe0.wait() {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("PE 0 served at a path where another user listens"),
+    };
+    assert!(msg.contains(&name) && msg.contains("uid 65534"), "{msg}");
+    assert!(t0.elapsed() < t + Duration::from_millis(2500), "took {:?}", t0.elapsed());
+    drop(tarpit);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn path_through_another_users_symlink_does_not_merge_two_jobs() {
+    need_root();
+    // Two jobs of this user, without secrets. Job B meets at b/job.sock. Job A was
+    // told to meet at evil/a/job.sock, and another user made evil/a a symbolic
+    // link to b before job A's PE 0 came up: PE 1 of job A must not join job B.
+    let tmp = scratch_dir("symlink-flip");
+    let dir_b = tmp.join("b");
+    std::fs::create_dir(&dir_b).unwrap();
+    let sock_b = dir_b.join("job.sock");
+    let evil = tmp.join("evil");
+    let flip = Child::symlink(&evil.join("a"), &dir_b, Some(&evil));
+    assert_eq!(flip.status, 0, "the other user could not make its link");
+    let sock_a = evil.join("a").join("job.sock");
+    let t = Duration::from_secs(5);
+    let root_b = connect(env_with(0, 2, &sock_b, None), t);
+    wait_listening(&sock_b);
+    let t0 = Instant::now();
+    let msg = match SocketBootstrap::connect(&env_with(1, 2, &sock_a, None), t) {
+        Err(e @ Error::BootstrapRefused { .. }) => e.to_string(),
+        other => panic!("PE 1 of job A: expected BootstrapRefused, got {:?}", other.map(|_| ())),
+    };
+    assert!(msg.contains(&sock_b.display().to_string()) && msg.contains("nothing was sent"), "{msg}");
+    assert!(t0.elapsed() < Duration::from_secs(2), "took {:?}", t0.elapsed());
+    // Job B was not disturbed: its own PE 1 joins it.
+    let b1 = SocketBootstrap::connect(&env_with(1, 2, &sock_b, None), t).unwrap();
+    let b0 = root_b.join().unwrap().unwrap();
+    let h = std::thread::spawn(move || b0.allgather(b"b0").unwrap());
+    assert_eq!(b1.allgather(b"b1").unwrap(), vec![b"b0".to_vec(), b"b1".to_vec()]);
+    h.join().unwrap();
+
+    // The same with the link as the last component, placed before PE 1 connects.
+    let job_c = tmp.join("c.sock");
+    let root_c = connect(env_with(0, 2, &job_c, None), t);
+    wait_listening(&job_c);
+    let link = evil.join("d.sock");
+    let flip2 = Child::symlink(&link, &job_c, None);
+    assert_eq!(flip2.status, 0, "the other user could not make its link");
+    let why = refused_why(SocketBootstrap::connect(&env_with(1, 2, &link, None), t));
+    assert!(why.contains("symbolic link"), "{why}");
+    let c1 = SocketBootstrap::connect(&env_with(1, 2, &job_c, None), t).unwrap();
+    let c0 = root_c.join().unwrap().unwrap();
+    let h = std::thread::spawn(move || c0.barrier());
+    c1.barrier().unwrap();
+    h.join().unwrap().unwrap();
+    drop((flip, flip2));
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn oversize_frames_fail_that_connection_only() {
+    // An authenticated peer (this user, no secret) announcing frames of absurd length.
+    for len in [u64::MAX, 1 << 40] {
+        // To PE 0, as PE 1, after joining.
+        let path = socket_path("oversize-contrib");
+        let root = connect(env_with(0, 2, &path, None), Duration::from_secs(5));
+        let mut fake = FakePe::join(&path, 1, 2);
+        let b0 = root.join().unwrap().unwrap();
+        let h = std::thread::spawn(move || b0.allgather(b"zero"));
+        fake.send_header(CONTRIB, 1, 0, len);
+        let msg = match h.join().expect("PE 0 panicked on an oversize frame") {
+            Err(e @ Error::BootstrapIo { .. }) => e.to_string(),
+            other => panic!("PE 0: expected BootstrapIo, got {other:?}"),
+        };
+        assert!(msg.contains("PE 1") && msg.contains(&len.to_string()) && msg.contains("at most"), "{msg}");
+
+        // To PE 1, as PE 0, in the allgather's answer.
+        let path = socket_path("oversize-result");
+        let fake = fake_root(&path, 2, move |s| {
+            let _contrib = read_frame_raw(s);
+            s.write_all(&header(RESULT, 0, 0, len)).unwrap();
+        });
+        let b1 = SocketBootstrap::connect(&env_with(1, 2, &path, None), Duration::from_secs(5)).unwrap();
+        let msg = match std::thread::spawn(move || b1.allgather(b"one")).join() {
+            Ok(Err(e @ Error::BootstrapIo { .. })) => e.to_string(),
+            Ok(other) => panic!("PE 1: expected BootstrapIo, got {other:?}"),
+            Err(_) => panic!("PE 1 panicked on an oversize frame"),
+        };
+        assert!(msg.contains("PE 0") && msg.contains(&len.to_string()) && msg.contains("at most"), "{msg}");
+        fake.join().unwrap();
+    }
+
+    // An oversize hello turns that connection away; the job goes on.
+    let path = socket_path("oversize-hello");
+    let t = Duration::from_secs(5);
+    let root = connect(env(0, 2, &path), t);
+    let mut stray = connect_retry(&path);
+    let _challenge = read_frame_raw(&mut stray);
+    stray.write_all(&header(HELLO, 1, 0, u64::MAX)).unwrap();
+    let b1 = SocketBootstrap::connect(&env(1, 2, &path), t).unwrap();
+    let b0 = root.join().unwrap().unwrap();
+    let h = std::thread::spawn(move || b0.barrier());
+    b1.barrier().unwrap();
+    h.join().unwrap().unwrap();
+}
+
+#[test]
+fn silent_connections_do_not_hold_pe_zero() {
+    // Three connections of this user that never say hello, then the real PE 1.
+    let path = socket_path("silent");
+    let t = Duration::from_secs(3);
+    let t0 = Instant::now();
+    let root = connect(env(0, 2, &path), t);
+    let silent: Vec<_> = (0..3).map(|_| connect_retry(&path)).collect();
+    let b1 = SocketBootstrap::connect(&env(1, 2, &path), t).unwrap_or_else(|e| panic!("PE 1: {e}"));
+    let b0 = root.join().unwrap().unwrap_or_else(|e| panic!("PE 0: {e}"));
+    assert!(t0.elapsed() < Duration::from_secs(2), "PE 1 was admitted after {:?}", t0.elapsed());
+    let h = std::thread::spawn(move || b0.barrier());
+    b1.barrier().unwrap();
+    h.join().unwrap().unwrap();
+    drop(silent);
+
+    // Without PE 1, PE 0's timeout error counts them.
+    let path = socket_path("silent-count");
+    let t = Duration::from_secs(2);
+    let t0 = Instant::now();
+    let root = connect(env(0, 2, &path), t);
+    let silent: Vec<_> = (0..3).map(|_| connect_retry(&path)).collect();
+    let msg = match root.join().unwrap() {
+        Err(e @ Error::BootstrapTimeout { .. }) => e.to_string(),
+        other => panic!("expected a timeout, got {:?}", other.map(|_| ())),
+    };
+    assert!(t0.elapsed() < t + Duration::from_secs(1), "took {:?}", t0.elapsed());
+    assert!(msg.contains("3 silent connection(s)") && msg.contains("[1]"), "{msg}");
+    drop(silent);
+}
+
+#[test]
+fn squatted_default_directory_says_what_to_do() {
+    need_root();
+    // Another user made our default directory first: say what we can do about it.
+    let tmp = scratch_dir("squat-hint");
+    let vars = [
+        ("PMI_RANK", "1".to_string()),
+        ("PMI_SIZE", "2".into()),
+        ("PMIX_NAMESPACE", "job-h".into()),
+        ("TMPDIR", tmp.to_str().unwrap().to_string()),
+        // Set but not private: the temporary directory is the default.
+        ("XDG_RUNTIME_DIR", tmp.to_str().unwrap().to_string()),
+    ];
+    let e1 = LaunchEnv::from_lookup(|k| vars.iter().find(|v| v.0 == k).map(|v| v.1.clone())).unwrap().unwrap();
+    let dir = e1.private_dir.clone().unwrap();
+    assert!(dir.starts_with(&tmp), "{}", dir.display());
+    let squatter = Squatter::listen(&e1.rendezvous, Some(&dir));
+    assert_eq!(squatter.status, 0, "the squatter could not listen");
+    let msg = match SocketBootstrap::connect(&e1, Duration::from_secs(2)) {
+        Err(e @ Error::BootstrapRefused { .. }) => e.to_string(),
+        other => panic!("expected BootstrapRefused, got {:?}", other.map(|_| ())),
+    };
+    assert!(msg.contains("uid 65534") && msg.contains("administrator"), "{msg}");
+    for var in ["XDG_RUNTIME_DIR", "TMPDIR", "GPUSHMEM_BOOTSTRAP"] {
+        assert!(msg.contains(var), "the hint does not name {var}: {msg}");
+    }
+    assert!(!msg.contains("if it is yours"), "{msg}");
+    drop(squatter);
+    std::fs::remove_dir_all(&tmp).unwrap();
+}
+
+#[test]
+fn socket_file_is_private_to_this_user() {
+    let path = socket_path("mode");
+    let t = Duration::from_secs(5);
+    let root = connect(env(0, 2, &path), t);
+    wait_listening(&path);
+    let mode = std::fs::symlink_metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "PE 0's socket has mode {mode:04o}");
+    let b1 = SocketBootstrap::connect(&env(1, 2, &path), t).unwrap();
+    let b0 = root.join().unwrap().unwrap();
+    let h = std::thread::spawn(move || b0.barrier());
+    b1.barrier().unwrap();
+    h.join().unwrap().unwrap();
+}
+
 // ---- helpers ----
 
 /// The bootstrap's wire format, written by hand (see `socket.rs`).
 const MAGIC: u64 = u64::from_le_bytes(*b"gpshmBS2");
 const HELLO: u8 = 1;
 const READY: u8 = 2;
+const CONTRIB: u8 = 3;
+const RESULT: u8 = 4;
 const CHALLENGE: u8 = 8;
+const PROOF_HELLO: &[u8] = b"gpushmem bootstrap: PE to PE 0";
+const PROOF_READY: &[u8] = b"gpushmem bootstrap: PE 0 to PE";
 
-/// kind u8, from u32 LE, round u64 LE (0), length u64 LE, payload.
+/// kind u8, from u32 LE, round u64 LE, payload length u64 LE.
+fn header(kind: u8, from: u32, round: u64, len: u64) -> Vec<u8> {
+    [&[kind][..], &from.to_le_bytes(), &round.to_le_bytes(), &len.to_le_bytes()].concat()
+}
+
+/// A whole frame of round 0.
 fn frame(kind: u8, from: u32, payload: &[u8]) -> Vec<u8> {
-    [&[kind][..], &from.to_le_bytes(), &0u64.to_le_bytes(), &(payload.len() as u64).to_le_bytes(), payload].concat()
+    [header(kind, from, 0, payload.len() as u64), payload.to_vec()].concat()
+}
+
+/// Reads one frame: (kind, from, payload).
+fn read_frame_raw(s: &mut UnixStream) -> (u8, u32, Vec<u8>) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut h = [0u8; 21];
+    s.read_exact(&mut h).unwrap();
+    let len = u64::from_le_bytes(h[13..21].try_into().unwrap());
+    assert!(len < 1 << 20, "a frame of {len} bytes");
+    let mut payload = vec![0u8; len as usize];
+    s.read_exact(&mut payload).unwrap();
+    (h[0], u32::from_le_bytes(h[1..5].try_into().unwrap()), payload)
+}
+
+/// A proof as a job without a secret makes it: HMAC-SHA256 with an empty key.
+fn proof(label: &[u8], root_nonce: &[u8], pe_nonce: &[u8], rank: u64, size: u64) -> Vec<u8> {
+    use hmac::Mac;
+    let mut m = <hmac::Hmac<sha2::Sha256> as Mac>::new_from_slice(&[]).unwrap();
+    for part in [label, root_nonce, pe_nonce, &rank.to_le_bytes(), &size.to_le_bytes()] {
+        m.update(part);
+    }
+    m.finalize().into_bytes().to_vec()
+}
+
+/// A PE of this user written by hand, joined to a job without a secret.
+struct FakePe(UnixStream);
+
+impl FakePe {
+    fn join(path: &Path, rank: u32, size: u64) -> FakePe {
+        let mut s = connect_retry(path);
+        let (kind, _, challenge) = read_frame_raw(&mut s);
+        assert_eq!(kind, CHALLENGE);
+        let mine = [0x17u8; 16];
+        let p = proof(PROOF_HELLO, &challenge[8..], &mine, rank as u64, size);
+        let hello = [&MAGIC.to_le_bytes()[..], &size.to_le_bytes(), &mine, &p].concat();
+        s.write_all(&frame(HELLO, rank, &hello)).unwrap();
+        let (kind, _, _) = read_frame_raw(&mut s);
+        assert_eq!(kind, READY, "PE 0 did not admit the fake PE");
+        FakePe(s)
+    }
+
+    fn send_header(&mut self, kind: u8, from: u32, round: u64, len: u64) {
+        self.0.write_all(&header(kind, from, round, len)).unwrap();
+    }
+}
+
+/// A PE 0 of this user written by hand, for a job of `size` without a secret:
+/// admits one PE 1, then runs `then` on its connection and waits for it to close.
+fn fake_root(
+    path: &Path,
+    size: u64,
+    then: impl FnOnce(&mut UnixStream) + Send + 'static,
+) -> std::thread::JoinHandle<()> {
+    let listener = UnixListener::bind(path).unwrap();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mine = [0x42u8; 16];
+        s.write_all(&frame(CHALLENGE, 0, &[&MAGIC.to_le_bytes()[..], &mine].concat())).unwrap();
+        let (kind, from, hello) = read_frame_raw(&mut s);
+        assert_eq!((kind, from), (HELLO, 1));
+        s.write_all(&frame(READY, 0, &proof(PROOF_READY, &mine, &hello[16..32], 1, size))).unwrap();
+        then(&mut s);
+        let _ = s.read_to_end(&mut Vec::new());
+        let _ = std::fs::remove_file(&path);
+    })
+}
+
+/// Connects to `path`, retrying while nothing listens there yet (up to 10 s).
+fn connect_retry(path: &Path) -> UnixStream {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match UnixStream::connect(path) {
+            Ok(s) => return s,
+            Err(e) => assert!(Instant::now() < deadline, "could not connect to {}: {e}", path.display()),
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Waits until PE 0 listens at `path` (and has set up its socket file).
+fn wait_listening(path: &Path) {
+    drop(connect_retry(path));
+}
+
+/// A call running in a thread of its own, waited for at most `limit`.
+struct Within<T> {
+    rx: std::sync::mpsc::Receiver<T>,
+    start: Instant,
+    limit: Duration,
+    what: &'static str,
+}
+
+fn within<T: Send + 'static>(limit: Duration, what: &'static str, f: impl FnOnce() -> T + Send + 'static) -> Within<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    Within { rx, start: Instant::now(), limit, what }
+}
+
+impl<T> Within<T> {
+    fn wait(self) -> T {
+        let left = self.limit.saturating_sub(self.start.elapsed());
+        self.rx.recv_timeout(left).unwrap_or_else(|_| panic!("{} still blocked after {:?}", self.what, self.limit))
+    }
 }
 
 /// Waits (up to 10 s) until something exists at `path`.
@@ -384,6 +717,11 @@ enum Mode {
     /// Connects and closes, again and again, until this many milliseconds
     /// have passed; reports the number of connections made.
     Flood(i64),
+    /// Listens at the path with a backlog it fills itself, and never accepts:
+    /// a connect there waits for room that never comes. Reports once full.
+    Tarpit,
+    /// Makes a symbolic link at the path to the target, reports, and exits.
+    Symlink,
 }
 
 /// A forked child running as uid/gid 65534 (no supplementary groups, no
@@ -404,23 +742,35 @@ impl Child {
     /// Listens at `sock` as the other user; `make_dir`: first creates that
     /// directory (mode 0777) as the other user.
     fn listen(sock: &Path, make_dir: Option<&Path>) -> Child {
-        Child::start(sock, make_dir, Mode::Listen)
+        Child::start(sock, make_dir, None, Mode::Listen)
     }
 
     /// Connects to `sock` as the other user and sends a few bytes first.
     fn connect(sock: &Path) -> Child {
-        Child::start(sock, None, Mode::Connect)
+        Child::start(sock, None, None, Mode::Connect)
     }
 
     /// Connects to `sock` and closes, as the other user, over and over for `within`.
     fn flood(sock: &Path, within: Duration) -> Child {
-        Child::start(sock, None, Mode::Flood(within.as_millis() as i64))
+        Child::start(sock, None, None, Mode::Flood(within.as_millis() as i64))
     }
 
-    fn start(sock: &Path, make_dir: Option<&Path>, mode: Mode) -> Child {
+    /// Listens at `sock` as the other user with a full backlog, never accepting.
+    fn tarpit(sock: &Path) -> Child {
+        Child::start(sock, None, None, Mode::Tarpit)
+    }
+
+    /// Makes `link` a symbolic link to `target` as the other user; `make_dir`:
+    /// first creates that directory (mode 0777) as the other user.
+    fn symlink(link: &Path, target: &Path, make_dir: Option<&Path>) -> Child {
+        Child::start(link, make_dir, Some(target), Mode::Symlink)
+    }
+
+    fn start(sock: &Path, make_dir: Option<&Path>, target: Option<&Path>, mode: Mode) -> Child {
         let addr = sockaddr(sock);
         let sock_c = cstr(sock);
         let dir_c = make_dir.map(cstr);
+        let target_c = target.map(cstr);
         let mut fds = [0; 2];
         // SAFETY: pipe2 writes two descriptors into a live array of two.
         assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
@@ -429,7 +779,7 @@ impl Child {
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
             // SAFETY: raw system calls on live buffers; the process ends with _exit.
-            unsafe { child_body(fds[1], &addr, &sock_c, dir_c.as_ref(), mode) }
+            unsafe { child_body(fds[1], &addr, &sock_c, dir_c.as_ref(), target_c.as_ref(), mode) }
         }
         // SAFETY: fds[1] is ours; the child holds its own copy.
         unsafe { libc::close(fds[1]) };
@@ -486,6 +836,7 @@ unsafe fn child_body(
     addr: &libc::sockaddr_un,
     sock: &CString,
     dir: Option<&CString>,
+    target: Option<&CString>,
     mode: Mode,
 ) -> ! {
     // SAFETY (whole body): system calls on live buffers prepared before the fork.
@@ -597,6 +948,41 @@ unsafe fn child_body(
                     libc::close(fd);
                 }
                 report(&made.to_le_bytes());
+                libc::_exit(0)
+            }
+            Mode::Tarpit => {
+                let fd = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0);
+                if libc::bind(fd, addr_p, len) != 0 {
+                    fail(errno());
+                }
+                libc::chmod(sock.as_ptr(), 0o777);
+                // Backlog 0 holds one pending connection: fill it with our own.
+                libc::listen(fd, 0);
+                let mut full = false;
+                for _ in 0..16 {
+                    let c = libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0);
+                    if libc::connect(c, addr_p, len) != 0 {
+                        if errno() != libc::EAGAIN {
+                            fail(errno());
+                        }
+                        full = true;
+                        break;
+                    }
+                }
+                if !full {
+                    fail(libc::EALREADY);
+                }
+                report(&0i32.to_le_bytes());
+                loop {
+                    libc::pause();
+                }
+            }
+            Mode::Symlink => {
+                let Some(target) = target else { fail(libc::EINVAL) };
+                if libc::symlink(target.as_ptr(), sock.as_ptr()) != 0 {
+                    fail(errno());
+                }
+                report(&0i32.to_le_bytes());
                 libc::_exit(0)
             }
         }

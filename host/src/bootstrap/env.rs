@@ -23,11 +23,14 @@
 //! ## Rendezvous path
 //!
 //! `GPUSHMEM_BOOTSTRAP` if set (for any launcher): then the path is used as
-//! given (except that a symbolic link there is refused), and the
-//! peer-credential and secret checks alone keep strangers out.
+//! given (except that a symbolic link there, or a listener bound at another
+//! path, is refused), and the peer-credential and secret checks alone keep
+//! strangers out; a directory that group or others may write gets a warning in
+//! the log, since another user can take the path there first.
 //! Otherwise a socket `<job key>.sock` in this user's private rendezvous
-//! directory (`$XDG_RUNTIME_DIR/gpushmem` or
-//! `/tmp/gpushmem-<uid>`, mode 0700, checked before use), where the job key is
+//! directory (`gpushmem` in `$XDG_RUNTIME_DIR`, or in `/run/user/<uid>` when
+//! that variable is unset, if private; else `$TMPDIR/gpushmem-<uid>`, `/tmp`
+//! without `TMPDIR`; mode 0700, checked before use), where the job key is
 //! something every rank of one launch on this node sees alike, and two
 //! concurrent launches do not:
 //!
@@ -329,6 +332,8 @@ mod tests {
             ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
             ("OMPI_MCA_ess_base_jobid", "12345"),
             ("SLURM_JOB_ID", "77"),
+            // Set but unusable (not absolute): no runtime directory, whatever this machine has.
+            ("XDG_RUNTIME_DIR", "not-absolute"),
         ])
         .unwrap()
         .unwrap();
@@ -337,7 +342,7 @@ mod tests {
         // Open MPI's own job id wins over an enclosing Slurm allocation's.
         let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, "ompi-12345.sock");
-        // In this user's private directory (no TMPDIR or XDG_RUNTIME_DIR in this lookup).
+        // In this user's private directory (no TMPDIR nor usable XDG_RUNTIME_DIR in this lookup).
         let dir = PathBuf::from(format!("/tmp/gpushmem-{}", super::super::rendezvous::my_euid()));
         assert_eq!(e.rendezvous.parent(), Some(dir.as_path()));
         assert_eq!(e.private_dir, Some(dir));

@@ -8,10 +8,13 @@
 //!
 //! Only processes of this user that know the job's secret can join
 //! ([`auth`]), and the default meeting place is a private directory
-//! (module `rendezvous`: `$XDG_RUNTIME_DIR/gpushmem`, mode 0700).
+//! (module `rendezvous`: `gpushmem` in this user's runtime directory,
+//! `$XDG_RUNTIME_DIR` or `/run/user/<uid>`, else `$TMPDIR/gpushmem-<uid>`;
+//! mode 0700).
 //!
-//! Every wait has a timeout ([`crate::Config::bootstrap_timeout`]) and its
-//! error names the PEs that did not arrive.
+//! Every wait has a timeout ([`crate::Config::bootstrap_timeout`]), connecting
+//! included, and its error names the PEs that did not arrive; every message is
+//! bounded ([`socket::MAX_CONTRIBUTION`]).
 
 pub mod auth;
 pub mod env;
@@ -28,7 +31,8 @@ pub trait Bootstrap: Send + Sync {
     /// Number of PEs.
     fn size(&self) -> usize;
     /// Every PE contributes `mine`; returns all contributions in PE order.
-    /// Contributions may differ in length.
+    /// Contributions may differ in length; over a socket they are at most
+    /// [`socket::MAX_CONTRIBUTION`] bytes each.
     fn allgather(&self, mine: &[u8]) -> Result<Vec<Vec<u8>>>;
     /// Returns once every PE has called it.
     fn barrier(&self) -> Result<()> {

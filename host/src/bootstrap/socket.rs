@@ -9,12 +9,28 @@
 //!    the connecting PE; PE 0 closes such a connection and keeps waiting, and
 //!    a flood of them neither holds it past its timeout nor fills its memory:
 //!    it accepts in bounded batches and keeps only the first few reasons and a
-//!    count);
+//!    count). The connecting PE also checks that the listener it reached is
+//!    bound at the very path it was given (its address, read from the
+//!    connection): a path that led elsewhere through a symbolic link, however
+//!    late the link appeared, is refused before a byte is sent;
 //! 2. PE 0 sends a challenge (a fresh nonce); the PE answers with its rank,
 //!    the job size, a nonce of its own and an HMAC over both nonces keyed with
 //!    the job's secret ([`super::auth`]); PE 0 refuses a wrong proof;
 //! 3. PE 0's "every PE connected" carries its own proof, which the PE checks:
 //!    neither end takes the other's word without the secret.
+//!
+//! PE 0 handshakes with every connection at once: a connection that stays
+//! silent holds only itself (for a few seconds at most), and PE 0's timeout
+//! error counts such connections. PE 0's socket file has mode 0600 from its
+//! creation. Every connect has a deadline: a listener that never accepts
+//! (another user's, with a full queue) fails the PE at its timeout, naming the
+//! path and the socket file's owner.
+//!
+//! Every message is bounded by what the protocol can need for its kind (see
+//! [`MAX_CONTRIBUTION`]) before a byte of it is stored, and its payload is
+//! stored as it arrives: a length that lies costs nothing. A longer message
+//! is a protocol error of that connection (turned away while connecting; the
+//! job's error naming that PE once it is one).
 //!
 //! An allgather is one round trip: each PE sends its contribution to
 //! PE 0, which answers every PE with all contributions in PE order. Messages
@@ -33,12 +49,13 @@
 
 use super::auth::{nonce, peer_cred, prove, verify, PeerCred, NONCE, PROOF, SECRET_VAR};
 use super::env::LaunchEnv;
-use super::rendezvous::{ensure_private_dir, my_euid};
+use super::rendezvous::{ensure_private_dir, my_euid, shared_dir_warning};
 use super::Bootstrap;
 use crate::{Error, Result};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -51,8 +68,24 @@ const MAGIC: u64 = u64::from_le_bytes(*b"gpshmBS2");
 /// kind (1) + from (4) + round (8) + payload length (8).
 const HEADER: usize = 21;
 
-/// Largest hello accepted: a stray client cannot make PE 0 allocate much.
-const MAX_HELLO: u64 = 128;
+/// Largest contribution of one PE to one allgather (or barrier) over a socket
+/// bootstrap, 16 MiB: the runtime's own contributions are at most a few
+/// hundred bytes (a heap description, a collective call's arguments, a host
+/// value of `allgather_host`). A larger one is an error on the PE that makes it
+/// (and, as a message, a protocol error of the PE that sends it).
+pub const MAX_CONTRIBUTION: usize = 16 << 20;
+
+/// Largest text (why a PE aborted, a mismatch's details) in a message; longer
+/// texts are cut when sent.
+const MAX_TEXT: usize = 64 << 10;
+
+/// Most bytes of a payload stored per read, so that memory grows with the
+/// bytes that arrived, not with the length a message announced.
+const CHUNK: usize = 64 << 10;
+
+/// Most connections PE 0 handshakes with at once; a newer one pushes out the
+/// oldest (a real PE answers its challenge within microseconds).
+const MAX_PENDING: usize = 64;
 
 /// Hello payload: magic, job size, the PE's nonce, its proof.
 const HELLO_LEN: usize = 16 + NONCE + PROOF;
@@ -61,8 +94,8 @@ const HELLO_LEN: usize = 16 + NONCE + PROOF;
 const PROOF_HELLO: &[u8] = b"gpushmem bootstrap: PE to PE 0";
 const PROOF_READY: &[u8] = b"gpushmem bootstrap: PE 0 to PE";
 
-/// How long PE 0 waits for one connection's hello: a silent stray connection
-/// must not hold up the PEs behind it.
+/// How long PE 0 waits for one connection's hello before dropping it (PE 0
+/// handshakes with every connection at once, so a silent one holds up no other).
 const HELLO_WAIT: Duration = Duration::from_secs(5);
 
 /// Most connections PE 0 accepts per wake-up while PEs connect, so that it
@@ -96,6 +129,24 @@ enum Kind {
 }
 
 impl Kind {
+    /// The most payload bytes a message of this kind can need in a job of
+    /// `size` PEs.
+    fn max_payload(self, size: usize) -> u64 {
+        let size = size as u64;
+        let (contrib, text) = (MAX_CONTRIBUTION as u64, MAX_TEXT as u64);
+        match self {
+            Kind::Hello => HELLO_LEN as u64,
+            Kind::Challenge => (8 + NONCE) as u64,
+            Kind::Ready => PROOF as u64,
+            Kind::Contrib => contrib,
+            // A count, then a length and a contribution per PE (`encode_all`).
+            Kind::Result => size.saturating_mul(8 + contrib).saturating_add(8),
+            // A count, the missing PEs, a text (`encode_timeout`).
+            Kind::Timeout => size.saturating_add(1).saturating_mul(8).saturating_add(text),
+            Kind::Abort | Kind::Mismatch | Kind::Refused => text,
+        }
+    }
+
     fn from_u8(b: u8) -> Option<Kind> {
         [
             Kind::Hello,
@@ -168,9 +219,12 @@ struct Link {
 impl SocketBootstrap {
     /// Joins the job `env` describes: PE 0 listens at `env.rendezvous` (removing a
     /// stale socket file there) and waits for the others; the others connect,
-    /// retrying while PE 0 is not up yet. A symbolic link at that path is
-    /// [`Error::BootstrapRefused`] for every PE. Returns once every PE has connected,
-    /// or fails after `timeout` naming the PEs that did not.
+    /// retrying while PE 0 is not up yet. A symbolic link at that path, or a
+    /// listener bound at another path (reached through a link), is
+    /// [`Error::BootstrapRefused`]. Returns once every PE has connected, or
+    /// fails after `timeout` naming the PEs that did not. A path given in
+    /// `GPUSHMEM_BOOTSTRAP` whose directory others may write is used, with a
+    /// warning in the log.
     pub fn connect(env: &LaunchEnv, timeout: Duration) -> Result<SocketBootstrap> {
         if env.size == 0 || env.rank >= env.size {
             return Err(Error::Config {
@@ -184,8 +238,14 @@ impl SocketBootstrap {
             what: "create the wake-up pipe".into(),
             source,
         })?;
-        if let (Some(dir), true) = (&env.private_dir, env.size > 1) {
-            ensure_private_dir(dir, env.rank)?;
+        match (&env.private_dir, env.size > 1) {
+            (Some(dir), true) => ensure_private_dir(dir, env.rank)?,
+            (None, true) => {
+                if let Some(why) = shared_dir_warning(&env.rendezvous) {
+                    log::warn!("PE {}: {why}", env.rank);
+                }
+            }
+            _ => {}
         }
         let links = match (env.size, env.rank) {
             (1, _) => Vec::new(),
@@ -306,6 +366,22 @@ impl SocketBootstrap {
         if let Some(e) = self.sticky() {
             return Err(e);
         }
+        if mine.len() > MAX_CONTRIBUTION {
+            // Every other PE would refuse the message: fail them now, saying why.
+            let why = format!(
+                "PE {}'s {what} contribution is {} bytes; the socket bootstrap carries at most {MAX_CONTRIBUTION} \
+                 bytes per PE",
+                self.rank,
+                mine.len()
+            );
+            self.remember(self.rank, why.clone());
+            self.tell(&st, Kind::Abort, self.rank, 0, why.as_bytes(), None);
+            return Err(Error::Config {
+                name: format!("bootstrap {what}"),
+                value: format!("{} bytes", mine.len()),
+                why,
+            });
+        }
         let round = st.round;
         st.round += 1;
         log::trace!("PE {}: {what} round {round} ({} bytes)", self.rank, mine.len());
@@ -340,7 +416,7 @@ impl SocketBootstrap {
                     continue;
                 }
                 let pe = st.links[i].pe;
-                let f = match read_frame(&st.links[i].stream, None, deadline, u64::MAX) {
+                let f = match read_frame(&st.links[i].stream, None, deadline, self.size) {
                     Ok(f) => f,
                     Err(stop) => return Err(self.stopped(st, stop, pe, what, round, missing(&slots))),
                 };
@@ -392,7 +468,7 @@ impl SocketBootstrap {
         // PE 0 waits `timeout` from when it joins the round and then reports who
         // was missing; wait a little longer so that its report, naming the PE
         // really at fault, arrives first.
-        let f = match read_frame(&st.links[0].stream, wake, deadline + grace(self.timeout), u64::MAX) {
+        let f = match read_frame(&st.links[0].stream, wake, deadline + grace(self.timeout), self.size) {
             Ok(f) => f,
             Err(stop) => return Err(self.stopped(st, stop, 0, what, round, vec![0])),
         };
@@ -465,37 +541,52 @@ fn grace(timeout: Duration) -> Duration {
     (timeout / 2).min(Duration::from_secs(2))
 }
 
+/// PE 0's per-PE slot while PEs connect: the connection and the proof its Ready carries.
+type Slot = Option<(UnixStream, [u8; PROOF])>;
+
 /// PE 0's side of connecting: listen, admit `size - 1` PEs, say Ready.
+///
+/// Handshakes run side by side: every accepted connection of this user gets its
+/// challenge at once and joins the pending ones, whose hellos are read as they
+/// arrive; one that stays silent for [`HELLO_WAIT`] is dropped and counted.
 fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let (size, path) = (env.size, env.rendezvous.as_path());
     let io_err = |what: String, source| Error::BootstrapIo { me: 0, what, source };
     let deadline = Instant::now() + timeout;
-    claim(path)?;
-    let listener = UnixListener::bind(path).map_err(|e| io_err(format!("listen at {}", path.display()), e))?;
+    claim(path, deadline)?;
+    let listener = listen(path).map_err(|e| io_err(format!("listen at {}", path.display()), e))?;
     // Everyone is connected (or the job failed) when this returns: nobody else needs the file.
     let _unlink = RemoveOnDrop(path);
-    listener.set_nonblocking(true).map_err(|e| io_err("set the listening socket non-blocking".into(), e))?;
     log::debug!("PE 0: listening at {} for {} PEs", path.display(), size - 1);
-    // Per PE: its connection and the proof its Ready carries.
-    let mut links: Vec<Option<(UnixStream, [u8; PROOF])>> = (0..size).map(|_| None).collect();
+    let mut links: Vec<Slot> = (0..size).map(|_| None).collect();
     // Connections turned away, for the error should PEs then be missing.
     let mut refused = Refusals::default();
+    // Connections of this user waiting to say hello, oldest first.
+    let mut pending: Vec<Pending> = Vec::new();
+    // Connections that never said hello (in time).
+    let mut silent = 0;
     let mut joined = 1;
     // Sends `kind` to every PE connected so far and returns `err`.
-    let fail_all =
-        |links: &[Option<(UnixStream, [u8; PROOF])>], kind: Kind, from: usize, payload: &[u8], err: Error| {
-            let until = Instant::now() + timeout.min(Duration::from_secs(1));
-            for (s, _) in links.iter().flatten() {
-                let _ = write_frame(s, kind, from, 0, payload, None, until);
-            }
-            err
-        };
-    let timed_out = |links: &[Option<(UnixStream, [u8; PROOF])>], refused: &Refusals| {
+    let fail_all = |links: &[Slot], kind: Kind, from: usize, payload: &[u8], err: Error| {
+        let until = Instant::now() + timeout.min(Duration::from_secs(1));
+        for (s, _) in links.iter().flatten() {
+            let _ = write_frame(s, kind, from, 0, payload, None, until);
+        }
+        err
+    };
+    let timed_out = |links: &[Slot], refused: &Refusals, silent: usize| {
         let missing: Vec<usize> = (1..size).filter(|&pe| links[pe].is_none()).collect();
-        let what = match refused.summary() {
-            None => format!("connect (PE 0 listening at {})", path.display()),
-            Some(r) => format!("connect (PE 0 listening at {}; {r})", path.display()),
-        };
+        let mut what = format!("connect (PE 0 listening at {}", path.display());
+        if silent > 0 {
+            what += &format!(
+                "; {silent} silent connection(s) of this user: connected but sent no hello (not PEs of this \
+                 job, or stuck)"
+            );
+        }
+        if let Some(r) = refused.summary() {
+            what += &format!("; {r}");
+        }
+        what += ")";
         let payload = encode_timeout(&what, &missing);
         let err = Error::BootstrapTimeout { me: 0, what, timeout, missing };
         fail_all(links, Kind::Timeout, 0, &payload, err)
@@ -503,20 +594,24 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     while joined < size {
         // Checked before polling too: a listener that is always readable (a
         // flood of connections) must not keep PE 0 past its deadline.
-        if Instant::now() >= deadline {
-            return Err(timed_out(&links, &refused));
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(timed_out(&links, &refused, silent + pending.len()));
         }
+        let before = pending.len();
+        pending.retain(|p| p.until > now);
+        silent += before - pending.len();
         // Watch the connected PEs too: one that dies now fails the job at once.
         let connected: Vec<usize> = (1..size).filter(|&pe| links[pe].is_some()).collect();
         let mut fds: Vec<libc::pollfd> = connected
             .iter()
             .map(|&pe| pollfd(links[pe].as_ref().map_or(-1, |l| l.0.as_raw_fd()), libc::POLLIN))
+            .chain(pending.iter().map(|p| pollfd(p.stream.as_raw_fd(), libc::POLLIN)))
             .collect();
         fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
-        match poll(&mut fds, deadline) {
-            Ok(true) => {}
-            Ok(false) => return Err(timed_out(&links, &refused)),
-            Err(e) => return Err(io_err("wait for PEs to connect".into(), e)),
+        let wake_at = pending.iter().map(|p| p.until).fold(deadline, Instant::min);
+        if let Err(e) = poll(&mut fds, wake_at) {
+            return Err(io_err("wait for PEs to connect".into(), e));
         }
         if let Some(i) = fds[..connected.len()].iter().position(|p| p.revents != 0) {
             // Nothing is expected from a connected PE before Ready.
@@ -527,6 +622,57 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             links[pe] = None;
             let err = Error::PeerFailed { me: 0, peer: pe, why: why.clone() };
             return Err(fail_all(&links, Kind::Abort, pe, why.as_bytes(), err));
+        }
+        // Hellos, as far as they have arrived. Backwards, so that removing one
+        // leaves the indices of those still to look at.
+        let ready: Vec<usize> = (0..pending.len()).filter(|&i| fds[connected.len() + i].revents != 0).rev().collect();
+        for i in ready {
+            if joined == size {
+                break;
+            }
+            let Pending { stream, hello, .. } = &mut pending[i];
+            let hello = match hello.advance(stream, size) {
+                Ok(None) => continue,
+                Ok(Some(f)) => f,
+                Err(Stop::Garbled(detail)) => {
+                    let p = pending.remove(i);
+                    refused.add(path, format!("pid {} is not a gpushmem PE of this version: {detail}", p.cred.pid));
+                    continue;
+                }
+                Err(stop) => {
+                    // A probe (see `claim`) or a PE that died at once; a PE that is really gone shows up as missing.
+                    log::debug!("PE 0: dropping a connection that sent no hello: {stop:?}");
+                    pending.remove(i);
+                    continue;
+                }
+            };
+            let p = pending.remove(i);
+            let (pe, their_size, ready) = match p.check_hello(hello, env) {
+                Ok(a) => a,
+                Err(why) => {
+                    refused.add(path, why);
+                    continue;
+                }
+            };
+            let problem = if their_size != size as u64 {
+                Some(format!("PE {pe} was started for a job of {their_size} PEs, PE 0 for {size} PEs"))
+            } else if pe == 0 || pe >= size {
+                Some(format!("a process connected as PE {pe}, but PE 0 expects PEs 1..{size}"))
+            } else if links[pe].is_some() {
+                Some(format!("two processes claim to be PE {pe}"))
+            } else {
+                None
+            };
+            if let Some(detail) = problem {
+                let detail = format!("{detail} (check the launcher's rank/size variables and GPUSHMEM_BOOTSTRAP)");
+                let until = Instant::now() + timeout.min(Duration::from_secs(1));
+                let _ = write_frame(&p.stream, Kind::Mismatch, 0, 0, detail.as_bytes(), None, until);
+                let err = Error::Mismatch { me: 0, call: "bootstrap connect", detail: detail.clone() };
+                return Err(fail_all(&links, Kind::Mismatch, 0, detail.as_bytes(), err));
+            }
+            links[pe] = Some((p.stream, ready));
+            joined += 1;
+            log::debug!("PE 0: PE {pe} connected ({joined}/{size})");
         }
         // A bounded batch per wake-up, and never past the deadline or once every
         // PE is in: a stray connection then neither delays Ready nor counts as a PE.
@@ -544,37 +690,17 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                     return Err(fail_all(&links, Kind::Abort, 0, b"PE 0 failed to accept", io_err("accept".into(), e)))
                 }
             };
-            let (pe, their_size, ready) = match admit(&stream, env, deadline) {
-                Ok(a) => a,
-                Err(Turned::Away(why)) => {
-                    refused.add(path, why);
-                    continue;
+            match Pending::challenge(stream, deadline) {
+                Ok(p) => {
+                    if pending.len() == MAX_PENDING {
+                        pending.remove(0);
+                        silent += 1;
+                    }
+                    pending.push(p);
                 }
-                // A probe (see `claim`) or a PE that died at once; a PE that is really gone shows up as missing.
-                Err(Turned::Silent(stop)) => {
-                    log::debug!("PE 0: ignoring a connection that sent no hello: {stop:?}");
-                    continue;
-                }
-            };
-            let problem = if their_size != size as u64 {
-                Some(format!("PE {pe} was started for a job of {their_size} PEs, PE 0 for {size} PEs"))
-            } else if pe == 0 || pe >= size {
-                Some(format!("a process connected as PE {pe}, but PE 0 expects PEs 1..{size}"))
-            } else if links[pe].is_some() {
-                Some(format!("two processes claim to be PE {pe}"))
-            } else {
-                None
-            };
-            if let Some(detail) = problem {
-                let detail = format!("{detail} (check the launcher's rank/size variables and GPUSHMEM_BOOTSTRAP)");
-                let until = Instant::now() + timeout.min(Duration::from_secs(1));
-                let _ = write_frame(&stream, Kind::Mismatch, 0, 0, detail.as_bytes(), None, until);
-                let err = Error::Mismatch { me: 0, call: "bootstrap connect", detail: detail.clone() };
-                return Err(fail_all(&links, Kind::Mismatch, 0, detail.as_bytes(), err));
+                Err(Turned::Away(why)) => refused.add(path, why),
+                Err(Turned::Silent(stop)) => log::debug!("PE 0: could not challenge a connection: {stop:?}"),
             }
-            links[pe] = Some((stream, ready));
-            joined += 1;
-            log::debug!("PE 0: PE {pe} connected ({joined}/{size})");
         }
     }
     let links: Vec<(Link, [u8; PROOF])> = links
@@ -634,77 +760,97 @@ impl Refusals {
 
 /// Why PE 0 did not admit a connection.
 enum Turned {
-    /// Refused (another user, no proof of the secret, not this protocol): the reason.
+    /// Refused (another user, not this protocol): the reason.
     Away(String),
-    /// Went quiet or closed before its hello.
+    /// Closed or stuck before its challenge went out.
     Silent(Stop),
 }
 
-/// Authenticates one accepted connection (its user, then its proof of the
-/// secret) and returns the PE's rank, its job size and the proof for its Ready.
-fn admit(
-    stream: &UnixStream,
-    env: &LaunchEnv,
-    deadline: Instant,
-) -> std::result::Result<(usize, u64, [u8; PROOF]), Turned> {
-    let cred = peer_cred(stream).map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
-    if cred.uid != my_euid() {
-        // Another user's process gets nothing, not even the challenge.
-        return Err(Turned::Away(format!(
-            "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
-            cred.uid,
-            cred.pid,
-            my_euid()
-        )));
-    }
-    let until = deadline.min(Instant::now() + HELLO_WAIT);
-    let mine = nonce().map_err(|e| Turned::Away(format!("no random nonce for pid {}: {e}", cred.pid)))?;
-    write_frame(stream, Kind::Challenge, 0, 0, &[&MAGIC.to_le_bytes()[..], &mine].concat(), None, until)
-        .map_err(Turned::Silent)?;
-    let f = match read_frame(stream, None, until, MAX_HELLO) {
-        Ok(f) if f.kind == Kind::Hello && f.payload.len() == HELLO_LEN && f.payload[..8] == MAGIC.to_le_bytes() => f,
-        Ok(_) | Err(Stop::Garbled(_)) => {
-            return Err(Turned::Away(format!("pid {} is not a gpushmem PE of this version", cred.pid)))
+/// A connection of this user that PE 0 challenged and whose hello it awaits.
+struct Pending {
+    stream: UnixStream,
+    cred: PeerCred,
+    /// PE 0's nonce in the challenge.
+    nonce: [u8; NONCE],
+    /// The hello, as far as it has arrived.
+    hello: Incoming,
+    /// When PE 0 stops waiting for the hello.
+    until: Instant,
+}
+
+impl Pending {
+    /// Checks who connected (another user's process gets nothing, not even the
+    /// challenge) and sends the challenge.
+    fn challenge(stream: UnixStream, deadline: Instant) -> std::result::Result<Pending, Turned> {
+        let cred = peer_cred(&stream).map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
+        if cred.uid != my_euid() {
+            return Err(Turned::Away(format!(
+                "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
+                cred.uid,
+                cred.pid,
+                my_euid()
+            )));
         }
-        Err(stop) => return Err(Turned::Silent(stop)),
-    };
-    let their_size = u64::from_le_bytes(f.payload[8..16].try_into().unwrap_or_default());
-    let (theirs, proof) = f.payload[16..].split_at(NONCE);
-    let size = usize::try_from(their_size).unwrap_or(usize::MAX);
-    if !verify(env.secret.as_ref(), PROOF_HELLO, (&mine, theirs), f.from, size, proof) {
-        let why = format!(
-            "pid {} (as PE {}) did not prove this job's secret: it was started with a different or no \
-             {SECRET_VAR} (another job at the same rendezvous path?)",
-            cred.pid, f.from
-        );
-        let _ = write_frame(stream, Kind::Refused, 0, 0, why.as_bytes(), None, until);
-        return Err(Turned::Away(why));
+        let until = deadline.min(Instant::now() + HELLO_WAIT);
+        let nonce = nonce().map_err(|e| Turned::Away(format!("no random nonce for pid {}: {e}", cred.pid)))?;
+        // A fresh connection's buffer has room for it: this does not wait.
+        write_frame(&stream, Kind::Challenge, 0, 0, &[&MAGIC.to_le_bytes()[..], &nonce].concat(), None, until)
+            .map_err(Turned::Silent)?;
+        Ok(Pending { stream, cred, nonce, hello: Incoming::default(), until })
     }
-    Ok((f.from, their_size, prove(env.secret.as_ref(), PROOF_READY, (&mine, theirs), f.from, size)))
+
+    /// Checks a complete hello (its form, then its proof of the secret) and
+    /// returns the PE's rank, its job size and the proof for its Ready; else
+    /// why it is refused.
+    fn check_hello(&self, f: Frame, env: &LaunchEnv) -> std::result::Result<(usize, u64, [u8; PROOF]), String> {
+        let pid = self.cred.pid;
+        if f.kind != Kind::Hello || f.payload.len() != HELLO_LEN || f.payload[..8] != MAGIC.to_le_bytes() {
+            return Err(format!("pid {pid} is not a gpushmem PE of this version"));
+        }
+        let their_size = u64::from_le_bytes(f.payload[8..16].try_into().unwrap_or_default());
+        let (theirs, proof) = f.payload[16..].split_at(NONCE);
+        let size = usize::try_from(their_size).unwrap_or(usize::MAX);
+        let mine = &self.nonce[..];
+        if !verify(env.secret.as_ref(), PROOF_HELLO, (mine, theirs), f.from, size, proof) {
+            let why = format!(
+                "pid {pid} (as PE {}) did not prove this job's secret: it was started with a different or no \
+                 {SECRET_VAR} (another job at the same rendezvous path?)",
+                f.from
+            );
+            let until = Instant::now() + Duration::from_secs(1);
+            let _ = write_frame(&self.stream, Kind::Refused, 0, 0, why.as_bytes(), None, until);
+            return Err(why);
+        }
+        Ok((f.from, their_size, prove(env.secret.as_ref(), PROOF_READY, (mine, theirs), f.from, size)))
+    }
 }
 
 /// Makes `path` free for PE 0's socket: removes a stale socket file, but
-/// refuses to take over one that a live process is listening on, and refuses
-/// a symbolic link there.
-fn claim(path: &Path) -> Result<()> {
+/// refuses to take over one that a live process is listening on (whether or
+/// not it accepts), and refuses a symbolic link there.
+fn claim(path: &Path, deadline: Instant) -> Result<()> {
     refuse_symlink(0, path)?;
-    match UnixStream::connect(path) {
-        Ok(s) => Err(Error::Config {
-            name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
-            value: path.display().to_string(),
-            why: format!(
-                "another process ({}) is already serving as PE 0 there: two jobs share this path, \
-                 or two processes were given rank 0",
-                peer_cred(&s).map_or_else(|e| format!("credentials unknown: {e}"), describe)
-            ),
-        }),
+    let taken = |why: String| Error::Config {
+        name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
+        value: path.display().to_string(),
+        why,
+    };
+    match dial(path, deadline) {
+        Ok(s) => Err(taken(format!(
+            "another process ({}) is already serving as PE 0 there: two jobs share this path, \
+             or two processes were given rank 0",
+            peer_cred(&s).map_or_else(|e| format!("credentials unknown: {e}"), describe)
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(taken(format!(
+            "a process listens there but accepted no connection before the timeout (the socket file is owned \
+             by {}): another job, or another user's process, holds this path; choose another",
+            owner(path)
+        ))),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         // Never delete what is not a socket: the path may be a mistake.
-        Err(_) if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) => Err(Error::Config {
-            name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
-            value: path.display().to_string(),
-            why: "exists and is not a socket".into(),
-        }),
+        Err(_) if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) => {
+            Err(taken("exists and is not a socket".into()))
+        }
         Err(_) => match std::fs::remove_file(path) {
             Ok(()) => {
                 log::debug!("PE 0: removed stale socket {}", path.display());
@@ -723,6 +869,9 @@ fn claim(path: &Path) -> Result<()> {
 /// [`Error::BootstrapRefused`] for PE `me` if `path` is a symbolic link: the
 /// bootstrap meets at the path it was given, never where a link leads (which
 /// whoever could write the link's directory chose).
+///
+/// This check comes before the path is used, so it only makes the common case
+/// clear: a link put there after it is what [`check_listener`] catches.
 fn refuse_symlink(me: usize, path: &Path) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
@@ -738,6 +887,42 @@ fn refuse_symlink(me: usize, path: &Path) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// [`Error::BootstrapRefused`] for PE `me` unless the listener `stream` reached
+/// (running as `cred`) is bound at `path` itself.
+///
+/// `connect` follows symbolic links, in the last component and in the
+/// directories above it, and a check of the path before connecting can always
+/// be undone before the connect (another user flipping a file into a link to
+/// another job's socket). The listener's address, read from the connection
+/// (`getpeername`: the path its owner gave to `bind`), cannot: it is a property
+/// of the socket reached, not of the path walked. A socket of this user bound
+/// at exactly this path was put there by a process of this user that was told
+/// to meet here; the job's secret decides the rest. A hard link to another
+/// socket is caught the same way.
+fn check_listener(me: usize, path: &Path, stream: &UnixStream, cred: PeerCred) -> Result<()> {
+    let bound = stream.peer_addr().ok().and_then(|a| a.as_pathname().map(Path::to_path_buf));
+    if bound.as_deref() == Some(path) {
+        return Ok(());
+    }
+    let at = bound.map_or_else(|| "no path".into(), |b| b.display().to_string());
+    Err(Error::BootstrapRefused {
+        me,
+        path: path.to_path_buf(),
+        why: format!(
+            "the process listening there ({}) is bound at {at}, not at this path: the path led to another \
+             socket (through a symbolic link or a link made after it was checked), perhaps another job's; \
+             nothing was sent to it",
+            describe(cred)
+        ),
+    })
+}
+
+/// "uid U" of the owner of the file at `path` (not following a link), as
+/// errors name who holds a socket that does not answer.
+fn owner(path: &Path) -> String {
+    std::fs::symlink_metadata(path).map_or_else(|e| format!("an unknown user ({e})"), |m| format!("uid {}", m.uid()))
 }
 
 /// "uid U, pid P", as errors name a process.
@@ -763,8 +948,18 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let stream = loop {
         // Checked before every attempt: PE 0 may not have made the path yet.
         refuse_symlink(me, path)?;
-        match UnixStream::connect(path) {
+        match dial(path, deadline) {
             Ok(s) => break s,
+            // A listener that accepted nothing until the deadline.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let what = format!(
+                    "connect to PE 0 at {} (a process listens there, but accepted no connection: the socket \
+                     file is owned by {})",
+                    path.display(),
+                    owner(path)
+                );
+                return Err(Error::BootstrapTimeout { me, what, timeout, missing: vec![0] });
+            }
             // PE 0 is not listening yet (no file, or a stale one).
             Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {
                 let now = Instant::now();
@@ -798,8 +993,9 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             my_euid()
         )));
     }
+    check_listener(me, path, &stream, cred)?;
     let what = "connect (waiting for PE 0's challenge)";
-    let challenge = read_frame(&stream, None, deadline + grace(timeout), MAX_HELLO)
+    let challenge = read_frame(&stream, None, deadline + grace(timeout), env.size)
         .map_err(|stop| join_stopped(me, what, timeout, stop))?;
     let theirs = match challenge.payload.split_at_checked(8) {
         Some((magic, nonce))
@@ -826,7 +1022,7 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let hello = [&MAGIC.to_le_bytes()[..], &(env.size as u64).to_le_bytes(), &mine, &proof].concat();
     let reply = match write_frame(&stream, Kind::Hello, me, 0, &hello, None, deadline) {
         // PE 0 may have answered before closing: read it.
-        Ok(()) | Err(Stop::Closed) => read_frame(&stream, None, deadline + grace(timeout), 1 << 20),
+        Ok(()) | Err(Stop::Closed) => read_frame(&stream, None, deadline + grace(timeout), env.size),
         Err(stop) => Err(stop),
     };
     let what = "connect (waiting for PE 0 to report that every PE connected)";
@@ -966,33 +1162,26 @@ fn is_closed(e: &io::Error) -> bool {
     matches!(e.raw_os_error(), Some(libc::EPIPE) | Some(libc::ECONNRESET))
 }
 
-/// Receives exactly `buf.len()` bytes: data already there is taken even after a wake-up.
-fn recv_exact(
-    s: &UnixStream,
-    buf: &mut [u8],
-    wake: Option<&OwnedFd>,
-    deadline: Instant,
-) -> std::result::Result<(), Stop> {
-    let mut got = 0;
-    while got < buf.len() {
-        let rest = &mut buf[got..];
+/// Receives what is there into `buf` without waiting: `Some(n)` bytes, or
+/// `None` when nothing is there yet.
+fn recv_some(s: &UnixStream, buf: &mut [u8]) -> std::result::Result<Option<usize>, Stop> {
+    loop {
         // SAFETY: receives into a live buffer of the given length.
-        let n = unsafe { libc::recv(s.as_raw_fd(), rest.as_mut_ptr().cast(), rest.len(), libc::MSG_DONTWAIT) };
+        let n = unsafe { libc::recv(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
         if n > 0 {
-            got += n as usize;
-        } else if n == 0 {
+            return Ok(Some(n as usize));
+        }
+        if n == 0 {
             return Err(Stop::Closed);
-        } else {
-            let e = io::Error::last_os_error();
-            match e.kind() {
-                io::ErrorKind::WouldBlock => wait(s.as_raw_fd(), libc::POLLIN, wake, deadline)?,
-                io::ErrorKind::Interrupted => {}
-                _ if is_closed(&e) => return Err(Stop::Closed),
-                _ => return Err(Stop::Io(e)),
-            }
+        }
+        let e = io::Error::last_os_error();
+        match e.kind() {
+            io::ErrorKind::WouldBlock => return Ok(None),
+            io::ErrorKind::Interrupted => {}
+            _ if is_closed(&e) => return Err(Stop::Closed),
+            _ => return Err(Stop::Io(e)),
         }
     }
-    Ok(())
 }
 
 /// Sends all of `buf`; MSG_NOSIGNAL: a dead peer is an error, not SIGPIPE.
@@ -1027,6 +1216,9 @@ fn write_frame(
     wake: Option<&OwnedFd>,
     deadline: Instant,
 ) -> std::result::Result<(), Stop> {
+    // Texts are cut to what the other end accepts; a contribution too long was
+    // refused before it got here.
+    let payload = &payload[..payload.len().min(usize::try_from(kind.max_payload(usize::MAX)).unwrap_or(usize::MAX))];
     let mut buf = Vec::with_capacity(HEADER + payload.len());
     buf.push(kind as u8);
     buf.extend_from_slice(&(from as u32).to_le_bytes());
@@ -1036,24 +1228,162 @@ fn write_frame(
     send_all(s, &buf, wake, deadline)
 }
 
+/// Reads one message from `s` (of a job of `size` PEs), waiting until
+/// `deadline`; data already there is taken even after a wake-up.
 fn read_frame(
     s: &UnixStream,
     wake: Option<&OwnedFd>,
     deadline: Instant,
-    max_len: u64,
+    size: usize,
 ) -> std::result::Result<Frame, Stop> {
-    let mut h = [0u8; HEADER];
-    recv_exact(s, &mut h, wake, deadline)?;
-    let kind = Kind::from_u8(h[0]).ok_or_else(|| Stop::Garbled(format!("unknown message kind {}", h[0])))?;
-    let from = u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize;
-    let round = u64::from_le_bytes(h[5..13].try_into().unwrap_or_default());
-    let len = u64::from_le_bytes(h[13..21].try_into().unwrap_or_default());
-    if len > max_len {
-        return Err(Stop::Garbled(format!("{kind:?} message of {len} bytes is too long")));
+    let mut incoming = Incoming::default();
+    loop {
+        if let Some(f) = incoming.advance(s, size)? {
+            return Ok(f);
+        }
+        wait(s.as_raw_fd(), libc::POLLIN, wake, deadline)?;
     }
-    let mut payload = vec![0u8; len as usize];
-    recv_exact(s, &mut payload, wake, deadline)?;
-    Ok(Frame { kind, from, round, payload })
+}
+
+/// A message read as its bytes arrive: its header, then its payload, stored
+/// [`CHUNK`] by [`CHUNK`] once its length is known to be within what its kind
+/// can need ([`Kind::max_payload`]).
+#[derive(Default)]
+struct Incoming {
+    head: [u8; HEADER],
+    /// Header bytes received.
+    got: usize,
+    /// Once the header is in: kind, sender, round and payload length.
+    meta: Option<(Kind, usize, u64, usize)>,
+    payload: Vec<u8>,
+}
+
+impl Incoming {
+    /// Takes what has arrived on `s` without waiting; the message once it is whole.
+    fn advance(&mut self, s: &UnixStream, size: usize) -> std::result::Result<Option<Frame>, Stop> {
+        while self.got < HEADER {
+            match recv_some(s, &mut self.head[self.got..])? {
+                Some(n) => self.got += n,
+                None => return Ok(None),
+            }
+        }
+        let (kind, from, round, len) = match self.meta {
+            Some(m) => m,
+            None => {
+                let h = &self.head;
+                let kind =
+                    Kind::from_u8(h[0]).ok_or_else(|| Stop::Garbled(format!("unknown message kind {}", h[0])))?;
+                let from = u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize;
+                let round = u64::from_le_bytes(h[5..13].try_into().unwrap_or_default());
+                let len = u64::from_le_bytes(h[13..21].try_into().unwrap_or_default());
+                let max = kind.max_payload(size);
+                if len > max {
+                    return Err(Stop::Garbled(format!(
+                        "a {kind:?} message of {len} bytes, but a {kind:?} message is at most {max} bytes \
+                         in a job of {size} PEs"
+                    )));
+                }
+                // Within `max`, which fits in memory's address space on every target we build for.
+                let len = usize::try_from(len).map_err(|_| Stop::Garbled(format!("{len} bytes do not fit")))?;
+                self.meta = Some((kind, from, round, len));
+                (kind, from, round, len)
+            }
+        };
+        while self.payload.len() < len {
+            let start = self.payload.len();
+            self.payload.resize(start + (len - start).min(CHUNK), 0);
+            let got = recv_some(s, &mut self.payload[start..]);
+            self.payload.truncate(start + got.as_ref().map_or(0, |n| n.unwrap_or(0)));
+            if got?.is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(Some(Frame { kind, from, round, payload: std::mem::take(&mut self.payload) }))
+    }
+}
+
+/// The address of a Unix socket at `path`, and its length.
+fn socket_addr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
+    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let b = path.as_os_str().as_bytes();
+    if b.is_empty() || b.len() >= a.sun_path.len() || b.contains(&0) {
+        let why = format!("not a socket address: empty, over {} bytes, or with a NUL byte", a.sun_path.len() - 1);
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+    }
+    for (d, s) in a.sun_path.iter_mut().zip(b) {
+        *d = *s as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + b.len() + 1;
+    Ok((a, len as libc::socklen_t))
+}
+
+/// A fresh Unix stream socket, close-on-exec and non-blocking.
+fn unix_socket() -> io::Result<OwnedFd> {
+    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
+    // SAFETY: socket takes no pointers.
+    let fd = unsafe { libc::socket(libc::AF_UNIX, kind, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Connects to the socket at `path`, never waiting past `deadline`.
+///
+/// A blocking `connect` to a listener whose queue is full waits until it
+/// accepts, for ever if it never does. Non-blocking, that is `WouldBlock` at
+/// once: retried until `deadline`, then returned. Nothing listening (no file,
+/// a stale one) fails at once, for the caller to retry or not.
+fn dial(path: &Path, deadline: Instant) -> io::Result<UnixStream> {
+    let (addr, len) = socket_addr(path)?;
+    let fd = unix_socket()?;
+    loop {
+        // SAFETY: connects our own descriptor to a live sockaddr_un of `len` bytes.
+        let rc = unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) };
+        if rc == 0 {
+            return Ok(UnixStream::from(fd));
+        }
+        let e = io::Error::last_os_error();
+        let now = Instant::now();
+        match e.kind() {
+            io::ErrorKind::Interrupted => {}
+            io::ErrorKind::WouldBlock if now < deadline => {
+                std::thread::sleep((deadline - now).min(Duration::from_millis(5)))
+            }
+            _ => return Err(e),
+        }
+    }
+}
+
+/// PE 0's listening socket at `path`, non-blocking, its file of mode 0600.
+///
+/// The mode is the socket's own, set before `bind`, which on Linux makes the
+/// file with it (less the umask): there is no moment when the file is open to
+/// others. Should a kernel not do so, the file is set to 0600 after `bind`,
+/// still before `listen` lets anyone connect.
+fn listen(path: &Path) -> io::Result<UnixListener> {
+    let (addr, len) = socket_addr(path)?;
+    let fd = unix_socket()?;
+    // SAFETY: changes the mode of our own descriptor.
+    if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
+        log::debug!("PE 0: fchmod of the socket failed: {}", io::Error::last_os_error());
+    }
+    // SAFETY: binds our own descriptor to a live sockaddr_un of `len` bytes.
+    if unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let meta = std::fs::symlink_metadata(path)?;
+    if meta.file_type().is_socket() && meta.uid() == my_euid() && meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    // SAFETY: listens on our own, bound descriptor.
+    if unsafe { libc::listen(fd.as_raw_fd(), libc::SOMAXCONN) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(UnixListener::from(fd))
 }
 
 /// A non-blocking, close-on-exec pipe: (read end, write end).
@@ -1079,5 +1409,68 @@ mod tests {
         assert!(decode_all(&encode_all(&all)[..20], 3).is_err());
         assert_eq!(decode_timeout(&encode_timeout("barrier", &[2, 5])), ("barrier".to_string(), vec![2, 5]));
         assert_eq!(decode_timeout(&[1, 2]), (String::new(), vec![]));
+    }
+
+    #[test]
+    fn frames_are_read_as_they_arrive_and_capped_by_kind() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let far = Instant::now() + Duration::from_secs(10);
+        // One byte at a time: nothing is lost between reads.
+        let mut bytes = Vec::new();
+        bytes.push(Kind::Contrib as u8);
+        bytes.extend_from_slice(&3u32.to_le_bytes());
+        bytes.extend_from_slice(&7u64.to_le_bytes());
+        bytes.extend_from_slice(&5u64.to_le_bytes());
+        bytes.extend_from_slice(b"hello");
+        let mut incoming = Incoming::default();
+        for (i, byte) in bytes.iter().enumerate() {
+            send_all(&a, &[*byte], None, far).unwrap();
+            let f = incoming.advance(&b, 4).unwrap();
+            assert_eq!(f.is_some(), i + 1 == bytes.len(), "after byte {i}");
+            if let Some(f) = f {
+                assert_eq!((f.kind, f.from, f.round, &f.payload[..]), (Kind::Contrib, 3, 7, &b"hello"[..]));
+            }
+        }
+        // A length over the kind's cap is refused from the header alone.
+        for (kind, len) in [(Kind::Contrib, MAX_CONTRIBUTION as u64 + 1), (Kind::Ready, 33), (Kind::Abort, u64::MAX)] {
+            write_header(&a, kind, len);
+            match read_frame(&b, None, far, 4) {
+                Err(Stop::Garbled(d)) => assert!(d.contains(&len.to_string()) && d.contains("at most"), "{d}"),
+                other => panic!("{kind:?} of {len} bytes: {:?}", other.map(|f| f.kind)),
+            }
+        }
+        // A Result may be as long as every PE's contribution together.
+        let most = Kind::Result.max_payload(4);
+        assert_eq!(most, 8 + 4 * (8 + MAX_CONTRIBUTION as u64));
+        assert_eq!(Kind::Result.max_payload(usize::MAX), u64::MAX);
+    }
+
+    /// Sends the header of a `kind` message announcing `len` payload bytes, and no payload.
+    fn write_header(s: &UnixStream, kind: Kind, len: u64) {
+        let mut h = vec![kind as u8];
+        h.extend_from_slice(&[0; 12]);
+        h.extend_from_slice(&len.to_le_bytes());
+        send_all(s, &h, None, Instant::now() + Duration::from_secs(10)).unwrap();
+    }
+
+    #[test]
+    fn a_listener_bound_elsewhere_is_refused_after_connecting() {
+        // What a link put in place after the path was checked leads to: the
+        // connect follows it, and the listener's own address gives it away.
+        let dir = std::env::temp_dir().join(format!("gpushmem-socket-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let (real, link, hard) = (dir.join("real.sock"), dir.join("link.sock"), dir.join("hard.sock"));
+        let _listener = UnixListener::bind(&real).unwrap();
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        std::fs::hard_link(&real, &hard).unwrap();
+        for via in [&link, &hard] {
+            let s = UnixStream::connect(via).unwrap();
+            let e = check_listener(1, via, &s, peer_cred(&s).unwrap()).unwrap_err().to_string();
+            assert!(e.contains(&format!("bound at {}", real.display())) && e.contains("nothing was sent"), "{e}");
+        }
+        let s = UnixStream::connect(&real).unwrap();
+        check_listener(1, &real, &s, peer_cred(&s).unwrap()).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
