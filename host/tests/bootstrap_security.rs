@@ -446,6 +446,25 @@ fn oversize_frames_fail_that_connection_only() {
         fake.join().unwrap();
     }
 
+    // Contributing more than the cap is an error on that PE, and fails the others at once.
+    let path = socket_path("oversize-mine");
+    let t = Duration::from_secs(10);
+    let root = connect(env(0, 2, &path), t);
+    let b1 = SocketBootstrap::connect(&env(1, 2, &path), t).unwrap();
+    let b0 = root.join().unwrap().unwrap();
+    let t0 = Instant::now();
+    let h = std::thread::spawn(move || b0.allgather(b"zero"));
+    let too_long = vec![0u8; gpushmem::bootstrap::socket::MAX_CONTRIBUTION + 1];
+    match b1.allgather(&too_long) {
+        Err(Error::Config { why, .. }) => assert!(why.contains("at most 16777216 bytes"), "{why}"),
+        other => panic!("PE 1: expected a Config error, got {:?}", other.map(|_| ())),
+    }
+    match h.join().unwrap() {
+        Err(Error::PeerFailed { peer: 1, why, .. }) => assert!(why.contains("16777217 bytes"), "{why}"),
+        other => panic!("PE 0: expected PeerFailed naming PE 1, got {:?}", other.map(|_| ())),
+    }
+    assert!(t0.elapsed() < Duration::from_secs(3), "took {:?}", t0.elapsed());
+
     // An oversize hello turns that connection away; the job goes on.
     let path = socket_path("oversize-hello");
     let t = Duration::from_secs(5);

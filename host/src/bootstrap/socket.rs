@@ -1106,7 +1106,8 @@ fn encode_timeout(what: &str, missing: &[usize]) -> Vec<u8> {
     for &pe in missing {
         out.extend_from_slice(&(pe as u64).to_le_bytes());
     }
-    out.extend_from_slice(what.as_bytes());
+    // Within what a Timeout message may carry (`Kind::max_payload`).
+    out.extend_from_slice(&what.as_bytes()[..what.len().min(MAX_TEXT)]);
     out
 }
 
