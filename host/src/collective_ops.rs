@@ -9,6 +9,7 @@
 //! picks the same grid. See the device crate's `collective` module for the
 //! algorithm and its cost.
 
+use crate::args::{Collective, CollectiveSizes};
 use crate::error::CudaContext as _;
 use crate::launch::{co_resident_blocks, launch_on, KernelArgs};
 use crate::module::Kernel;
@@ -85,34 +86,26 @@ impl Shmem {
         unsafe { launch_on(self.owner(), stream.cu_stream(), &shape.kernel, cfg, &args) }
     }
 
-    /// Fails unless this PE is in `team` and `[dest, +dest_len)`/`[src, +src_len)` are
-    /// symmetric slices of this heap that do not overlap.
+    /// Works out `which`'s counts for `nelems` on `team` ([`Collective::sizes`]),
+    /// then fails unless this PE is in `team` and `dest` and `src` are
+    /// symmetric slices of this heap that hold them without overlapping.
     fn check_collective<T>(
         &self,
-        call: &str,
+        which: Collective,
         team: &Team,
         dest: &SymSlice<T>,
-        dest_len: usize,
         src: &SymSlice<T>,
-        src_len: usize,
-    ) -> Result<()> {
+        nelems: usize,
+    ) -> Result<CollectiveSizes> {
+        let elem = std::mem::size_of::<T>();
+        let sizes = which.sizes(elem, nelems, team.n_pes())?;
         if team.my_pe().is_none() {
-            return Err(bad(call, format!("PE {} is not a member of the team", self.my_pe())));
+            return Err(bad(which.call(), format!("PE {} is not a member of the team", self.my_pe())));
         }
         self.heap.check_slice(dest)?;
         self.heap.check_slice(src)?;
-        if dest.len() < dest_len || src.len() < src_len {
-            return Err(bad(
-                call,
-                format!("dest has {} elements (needs {dest_len}), source {} (needs {src_len})", dest.len(), src.len()),
-            ));
-        }
-        let size = std::mem::size_of::<T>() as u64;
-        let (d, s) = (dest.as_kernel_ptr(), src.as_kernel_ptr());
-        if d < s + src_len as u64 * size && s < d + dest_len as u64 * size {
-            return Err(bad(call, "dest overlaps source".into()));
-        }
-        Ok(())
+        which.check_buffers(elem, &sizes, (dest.as_kernel_ptr(), dest.len()), (src.as_kernel_ptr(), src.len()))?;
+        Ok(sizes)
     }
 
     /// Copies `nelems` of `src` on team member `root` into `dest` on every member (collective over `team`).
@@ -126,16 +119,15 @@ impl Shmem {
         root: usize,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.check_collective("broadcast_on_stream", team, dest, nelems, src, nelems)?;
+        let sizes = self.check_collective(Collective::Broadcast, team, dest, src, nelems)?;
         if root >= team.n_pes() {
             return Err(Error::BadPe { pe: root, n_pes: team.n_pes() });
         }
-        let bytes = (nelems * std::mem::size_of::<T>()) as u64;
         self.collective_on(
             stream,
             "gpushmem_broadcast",
-            bytes,
-            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes, root as u32),
+            sizes.grid_bytes,
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), sizes.kernel_size, root as u32),
         )
     }
 
@@ -149,13 +141,12 @@ impl Shmem {
         nelems: usize,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.check_collective("fcollect_on_stream", team, dest, nelems * team.n_pes(), src, nelems)?;
-        let bytes = (nelems * std::mem::size_of::<T>()) as u64;
+        let sizes = self.check_collective(Collective::Fcollect, team, dest, src, nelems)?;
         self.collective_on(
             stream,
             "gpushmem_fcollect",
-            bytes * team.n_pes() as u64,
-            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes),
+            sizes.grid_bytes,
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), sizes.kernel_size),
         )
     }
 
@@ -169,41 +160,37 @@ impl Shmem {
         nelems: usize,
         stream: &CudaStream,
     ) -> Result<()> {
-        let n = nelems * team.n_pes();
-        self.check_collective("alltoall_on_stream", team, dest, n, src, n)?;
-        let bytes = (nelems * std::mem::size_of::<T>()) as u64;
+        let sizes = self.check_collective(Collective::Alltoall, team, dest, src, nelems)?;
         self.collective_on(
             stream,
             "gpushmem_alltoall",
-            bytes * team.n_pes() as u64,
-            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), bytes),
+            sizes.grid_bytes,
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), sizes.kernel_size),
         )
     }
 
     #[allow(clippy::too_many_arguments)] // the two public callers fix all but the data arguments
     fn reduce_like<T: ReduceType>(
         &self,
-        call: &str,
+        which: Collective,
         kernel: &str,
         team: &Team,
         dest: &SymSlice<T>,
         src: &SymSlice<T>,
         n: usize,
-        src_len: usize,
         op: ReduceOp,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.check_collective(call, team, dest, n, src, src_len)?;
+        let sizes = self.check_collective(which, team, dest, src, n)?;
         if op.is_bitwise() && !T::INTEGER {
-            return Err(bad(call, format!("{op:?} needs an integer type, not {}", T::NAME)));
+            return Err(bad(which.call(), format!("{op:?} needs an integer type, not {}", T::NAME)));
         }
         let name = format!("{kernel}_{}", T::NAME);
-        let bytes = (src_len * std::mem::size_of::<T>()) as u64;
         self.collective_on(
             stream,
             &name,
-            bytes,
-            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), n as u64, op),
+            sizes.grid_bytes,
+            (team.handle(), dest.as_kernel_ptr(), src.as_kernel_ptr(), sizes.kernel_size, op),
         )
     }
 
@@ -234,7 +221,7 @@ impl Shmem {
         op: ReduceOp,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.reduce_like("allreduce_on_stream", "gpushmem_reduce", team, dest, src, n, n, op, stream)
+        self.reduce_like(Collective::Allreduce, "gpushmem_reduce", team, dest, src, n, op, stream)
     }
 
     /// Reduce-scatter: member `k` gets `dest[i] = op` over every member's `src[k * n + i]`, `i < n`.
@@ -248,16 +235,6 @@ impl Shmem {
         op: ReduceOp,
         stream: &CudaStream,
     ) -> Result<()> {
-        self.reduce_like(
-            "reducescatter_on_stream",
-            "gpushmem_reducescatter",
-            team,
-            dest,
-            src,
-            n,
-            n * team.n_pes(),
-            op,
-            stream,
-        )
+        self.reduce_like(Collective::Reducescatter, "gpushmem_reducescatter", team, dest, src, n, op, stream)
     }
 }

@@ -154,6 +154,19 @@ pub enum Error {
         /// The panic message.
         message: String,
     },
+    /// A host call's arguments give a size, count or offset that does not fit
+    /// (a product or sum past `usize`/`u64`, or a value past what the device
+    /// ABI holds): rejected before anything is launched or copied, where
+    /// unchecked it would have wrapped to a small value (see [`crate::args`]).
+    #[error("{call}: arguments out of range ({args}): {why}")]
+    ArgumentOverflow {
+        /// The public call.
+        call: &'static str,
+        /// Its arguments, each named with its value.
+        args: String,
+        /// What does not fit.
+        why: String,
+    },
 }
 
 impl Error {

@@ -163,8 +163,7 @@ pub(crate) fn co_resident_blocks(
 /// that `sharing` PEs split the device (a kernel whose blocks wait for other
 /// blocks or PEs would otherwise hang).
 pub(crate) fn check_co_resident(ctx: &CudaContext, k: &Kernel, cfg: &LaunchConfig, sharing: usize) -> Result<()> {
-    let block = cfg.block_dim.0 * cfg.block_dim.1 * cfg.block_dim.2;
-    let blocks = cfg.grid_dim.0 as u64 * cfg.grid_dim.1 as u64 * cfg.grid_dim.2 as u64;
+    let (block, blocks) = crate::args::launch_shape(&k.name, cfg.grid_dim, cfg.block_dim)?;
     let err = |why: String| Error::Launch { kernel: k.name.clone(), why };
     let (fits, per_sm, sms) = co_resident_blocks(ctx, k, block, cfg.shared_mem_bytes, sharing)?;
     if blocks > fits {

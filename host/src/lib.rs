@@ -61,6 +61,7 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod args;
 pub mod bootstrap;
 mod collective_ops;
 mod config;

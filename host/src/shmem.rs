@@ -1,5 +1,6 @@
 //! [`Shmem`]: one PE's handle on the job — heap, peers, modules, launches.
 
+use crate::args;
 use crate::bootstrap::{env::LaunchEnv, socket::SocketBootstrap, threads::ThreadsBootstrap, Bootstrap};
 use crate::error::CudaContext as _;
 use crate::heap::{Heap, SymSlice};
@@ -136,6 +137,7 @@ impl Shmem {
         single_node: bool,
     ) -> Result<Parts> {
         let me = boot.rank();
+        args::job_size("init", boot.size())?;
         // The device code's checks must be alike on every PE: the collectives'
         // argument comparison (debug checks) waits for every member's arguments.
         let checks = [("GPUSHMEM_DEBUG_CHECKS", config.debug_checks as u64)];
@@ -280,13 +282,12 @@ impl Shmem {
         agree_exchange(self.bootstrap.as_ref(), call, args, local, &[]).map(|_| ())
     }
     fn alloc_raw<T>(&self, call: &'static str, op: u64, len: usize, align: u64) -> Result<SymSlice<T>> {
-        let bytes = (len as u64).checked_mul(std::mem::size_of::<T>() as u64).ok_or(Error::HeapExhausted {
-            requested: u64::MAX,
-            align,
-            largest_free: 0,
-            heap_size: self.heap.size,
-        })?;
-        self.agree(call, &[("kind", op), ("size in bytes", bytes), ("alignment", align)])?;
+        // An overflowing size is this PE's verdict in the exchange: every PE fails, none waits.
+        let (bytes, local) = match args::alloc_bytes(call, len, std::mem::size_of::<T>()) {
+            Ok(b) => (b, Ok(())),
+            Err(e) => (u64::MAX, Err(e)),
+        };
+        self.agree_checked(call, &[("kind", op), ("size in bytes", bytes), ("alignment", align)], local)?;
         let off = self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).alloc(bytes, align)?;
         Ok(SymSlice::new(off, len, self.heap.base))
     }
@@ -338,7 +339,7 @@ impl Shmem {
 
     /// Copies `data` into elements `start..start + data.len()` of this PE's copy of `s` (blocking).
     pub fn write_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, data: &[T]) -> Result<()> {
-        let addr = self.element_range(s, start, data.len())?;
+        let addr = self.element_range("write_at", s, start, data.len())?;
         // SAFETY: the range was checked to be inside this PE's heap.
         unsafe { driver::copy_htod(self.stream.cu_stream(), addr, data) }
     }
@@ -350,7 +351,7 @@ impl Shmem {
 
     /// Copies elements `start..start + len` of this PE's copy of `s` to the host (blocking).
     pub fn read_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, len: usize) -> Result<Vec<T>> {
-        let addr = self.element_range(s, start, len)?;
+        let addr = self.element_range("read_at", s, start, len)?;
         let mut out = vec![T::zeroed(); len];
         // SAFETY: as in `write_at`.
         unsafe { driver::copy_dtoh(self.stream.cu_stream(), &mut out, addr) }?;
@@ -358,17 +359,11 @@ impl Shmem {
     }
 
     /// Checks that `s` is of this heap and `start..start + len` within it; binds the context; returns the address.
-    fn element_range<T>(&self, s: &SymSlice<T>, start: usize, len: usize) -> Result<u64> {
+    fn element_range<T>(&self, call: &'static str, s: &SymSlice<T>, start: usize, len: usize) -> Result<u64> {
+        let at = args::element_range(call, s.len(), std::mem::size_of::<T>(), start, len)?;
         self.heap.check_slice(s)?;
-        if start.checked_add(len).is_none_or(|end| end > s.len()) {
-            return Err(Error::Config {
-                name: "range".into(),
-                value: format!("{start}..{start}+{len}"),
-                why: format!("outside the symmetric slice of {} elements", s.len()),
-            });
-        }
         self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
-        Ok(s.as_kernel_ptr() + (start * std::mem::size_of::<T>()) as u64)
+        Ok(s.as_kernel_ptr() + at)
     }
 
     /// Collective: loads a PTX module and installs this PE's device state

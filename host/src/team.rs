@@ -220,20 +220,9 @@ impl Shmem {
     pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
         let p = self.check_team(parent, "team_split_strided").and_then(|p| self.engine_can_split(p));
         let local = p.and_then(|p| {
-            let bad = |why: &str| Error::Config {
-                name: "team_split_strided".into(),
-                value: format!("start {start}, stride {stride}, size {size} of a team of {}", p.size),
-                why: why.into(),
-            };
-            if size == 0 || stride == 0 {
-                return Err(bad("size and stride must be at least 1"));
-            }
             // PEs outside the parent may hold a placeholder layout: only members check the range.
-            let last = (size - 1).checked_mul(stride).and_then(|x| x.checked_add(start));
-            if p.my_index != NOT_A_MEMBER && last.is_none_or(|l| l >= p.size as usize) {
-                return Err(bad("the last member would be outside the parent team"));
-            }
-            Ok(p)
+            let member = (p.my_index != NOT_A_MEMBER).then_some(p.size);
+            crate::args::team_split_strided(start, stride, size, member).map(|child| (p, child))
         });
         let args = [
             ("parent team", parent.slot as u64),
@@ -243,14 +232,14 @@ impl Shmem {
         ];
         let agreed = self.agree_checked("team_split_strided", &args, local.as_ref().map(|_| ()).map_err(clone_err));
         // This PE's own error first (the exchange only has its copy as text).
-        let p = local?;
+        let (p, (start, stride, size)) = local?;
         agreed?;
-        let d = child_desc(&p, start as u32, stride as u32, size as u32, self.my_pe() as u32);
+        let d = child_desc(&p, start, stride, size, self.my_pe() as u32);
         self.free_slots(1)?; // (before NVSHMEM makes a team that would then leak)
                              // NVSHMEM's split is collective over the parent's members only.
         let engine = match &self.nvshmem {
             Some(rt) if p.my_index != NOT_A_MEMBER => {
-                rt.team_split_strided(self.engine_team(parent.slot), start, stride, size)?
+                rt.team_split_strided(self.engine_team(parent.slot), start as usize, stride as usize, size as usize)?
             }
             _ => ENGINE_TEAM_INVALID,
         };
@@ -262,23 +251,16 @@ impl Shmem {
     /// team) (`nvshmem_team_split_2d`); returns (x, y) as this PE sees them.
     /// `xrange` larger than the parent is clamped to it.
     pub fn team_split_2d(&self, parent: &Team, xrange: usize) -> Result<(Team, Team)> {
-        let local = self.check_team(parent, "team_split_2d").and_then(|p| self.engine_can_split(p)).and_then(|p| {
-            if xrange == 0 {
-                return Err(Error::Config {
-                    name: "team_split_2d".into(),
-                    value: "xrange 0".into(),
-                    why: "must be at least 1".into(),
-                });
-            }
-            Ok(p)
-        });
+        let local = self
+            .check_team(parent, "team_split_2d")
+            .and_then(|p| self.engine_can_split(p))
+            .and_then(|p| crate::args::team_split_2d(xrange, p.size).map(|x| (p, x)));
         let args = [("parent team", parent.slot as u64), ("xrange", xrange as u64)];
         let agreed = self.agree_checked("team_split_2d", &args, local.as_ref().map(|_| ()).map_err(clone_err));
         // This PE's own error first (the exchange only has its copy as text).
-        let p = local?;
+        let (p, x) = local?;
         agreed?;
         let n = p.size;
-        let x = (xrange as u32).min(n);
         let me = self.my_pe() as u32;
         let (xd, yd) = match p.index_of(me) {
             Some(i) => {

@@ -3,7 +3,7 @@
 //! only time-slice), and on several GPUs it needs no launcher.
 
 use crate::bootstrap::{threads::ThreadsBootstrap, Bootstrap};
-use crate::{driver, Config, Error, Result, Shmem};
+use crate::{args, driver, Config, Error, Result, Shmem};
 
 /// A job of `n` PEs as threads of this process.
 ///
@@ -47,13 +47,9 @@ impl Threads {
         F: Fn(&Shmem) -> Result<T> + Sync,
     {
         crate::logging::init();
-        if self.n == 0 {
-            return Err(Error::Config {
-                name: "Threads::new".into(),
-                value: "0".into(),
-                why: "need at least one PE".into(),
-            });
-        }
+        // The arguments first: before the driver is asked anything.
+        args::job_size("Threads::new", self.n)?;
+        args::device_list(self.devices.as_deref())?;
         let config = match self.config {
             Some(c) => c,
             None => Config::from_env()?,
@@ -66,8 +62,8 @@ impl Threads {
             });
         }
         let n_dev = driver::device_count()?;
-        let device_of = |pe: usize| self.devices.as_ref().map_or(pe % n_dev, |d| d[pe % d.len()]);
-        let most_on_one_gpu = (0..n_dev).map(|g| (0..self.n).filter(|&pe| device_of(pe) == g).count()).max();
+        let device_of = args::pe_devices(self.n, self.devices.as_deref(), n_dev)?;
+        let most_on_one_gpu = (0..n_dev).map(|g| device_of.iter().filter(|&&d| d == g).count()).max();
         driver::reserve_queues(most_on_one_gpu.unwrap_or(self.n))?;
         let boots = ThreadsBootstrap::group(self.n, config.bootstrap_timeout);
         let outcomes: Vec<Result<T>> = std::thread::scope(|scope| {
@@ -75,7 +71,7 @@ impl Threads {
                 .into_iter()
                 .enumerate()
                 .map(|(pe, boot)| {
-                    let device = device_of(pe);
+                    let device = device_of[pe];
                     let config = config.clone();
                     let f = &f;
                     std::thread::Builder::new()
