@@ -11,10 +11,18 @@ reps=N warmup=N`; it is printed with the comparison (files written before it
 existed have none: engine native assumed). Rows are joined on (test, size)
 where both files have them, plus these pairings:
 
-- put_signal_pingpong (ours, size 8) against NVSHMEM's put_signal_pingpong and
-  signal_pingpong (size 8); signal_relaxed_pingpong (ours: signal_op_relaxed,
-  NVSHMEM's signal_op semantics) against NVSHMEM's signal_pingpong;
-- init and malloc_1gib (ours: size = number of PEs) against NVSHMEM's (size 1);
+- put_signal_pingpong_like_nvshmem (ours, size 8: the same work per hop as
+  NVSHMEM's kernel) against NVSHMEM's put_signal_pingpong, marked "like for
+  like"; put_signal_pingpong_src_once and put_signal_pingpong_echo_1elem (our
+  variants: source written once / the one-u64 path) and put_signal_pingpong
+  (files before 2026-12-07: the src-once row) against it too, marked as not like
+  for like; signal_relaxed_pingpong (ours: signal_op_relaxed, translated per call,
+  NVSHMEM's signal_op semantics) against NVSHMEM's signal_pingpong, like for
+  like; signal_relaxed_peer_pingpong (a PeerSignal, translated once: our extra)
+  against it, marked so;
+- init, malloc_1gib and malloc_1gib_first (ours: size = number of PEs) against
+  NVSHMEM's (size 1). NVSHMEM files before 2026-12-07 have one cold
+  malloc_1gib sample only: pair them with malloc_1gib_first, not malloc_1gib;
 - barrier_all_block (ours: size = PEs) against NVSHMEM's (1 PE), marked so.
 
 ratio = ours / NVSHMEM. "better" says whether ours is better: higher for GB/s
@@ -106,11 +114,25 @@ def pairs(ours, ours_order, theirs):
     """(test label, size label, ours key, theirs key, note) for every comparison."""
     out = []
     special_theirs = {
+        "put_signal_pingpong_like_nvshmem": [("put_signal_pingpong", 8)],
+        "put_signal_pingpong_src_once": [("put_signal_pingpong", 8)],
+        "put_signal_pingpong_echo_1elem": [("put_signal_pingpong", 8)],
         "put_signal_pingpong": [("put_signal_pingpong", 8), ("signal_pingpong", 8)],
         "signal_relaxed_pingpong": [("signal_pingpong", 8)],
+        "signal_relaxed_peer_pingpong": [("signal_pingpong", 8)],
         "init": [("init", 1)],
         "malloc_1gib": [("malloc_1gib", 1)],
+        "malloc_1gib_first": [("malloc_1gib_first", 1)],
         "barrier_all_block": [("barrier_all_block", 1)],
+    }
+    # What each pairing is: the same work on both sides, or one of ours beside NVSHMEM's.
+    kind = {
+        "put_signal_pingpong_like_nvshmem": "like for like",
+        "put_signal_pingpong_src_once": "not like for like: ours writes its source once, one-u64 path",
+        "put_signal_pingpong_echo_1elem": "not like for like: ours takes the one-u64 path",
+        "put_signal_pingpong": "not like for like (old row): ours wrote its source once, one-u64 path",
+        "signal_relaxed_pingpong": "like for like",
+        "signal_relaxed_peer_pingpong": "our extra: PeerSignal, translated once",
     }
     for key in ours_order:
         test, size = key
@@ -122,10 +144,13 @@ def pairs(ours, ours_order, theirs):
                     note = ""
                 elif test == "barrier_all_block":
                     note = f"ours {size} PEs, NVSHMEM 1 PE"
-                elif test in ("init", "malloc_1gib"):
+                elif test in ("init", "malloc_1gib", "malloc_1gib_first"):
                     note = f"ours {size} PEs, NVSHMEM 1 PE"
                 else:
                     note = f"vs NVSHMEM {tkey[0]}"
+                # (the old put_signal row beside NVSHMEM's signal_pingpong is neither)
+                if test in kind and not (test == "put_signal_pingpong" and tkey[0] == "signal_pingpong"):
+                    note = f"{note}; {kind[test]}" if note else kind[test]
                 out.append((test, size, key, tkey, note))
         elif key in theirs:
             out.append((test, size, key, key, ""))

@@ -44,8 +44,17 @@
 //! - `latency` → `p_latency`, `g_latency` [8]: thread 0 of PE 0 does 10^4 ×
 //!   (`p` of a u64 to PE 1, then `quiet`), or 10^4 dependent `g`s (a pointer
 //!   chase) from PE 1, in one launch; µs per operation.
-//! - `pingpong` → `put_signal_pingpong` [8]: `put_signal_nbi` (8 B + signal SET)
-//!   round trip between PE 0 and PE 1, 10^4 per launch; µs per round trip.
+//! - `pingpong` → [8], round trips between PE 0 and PE 1, 10^4 per launch; µs per
+//!   round trip: `put_signal_pingpong_like_nvshmem` (8-byte `putmem_signal_nbi` +
+//!   signal SET, the source rewritten and the received payload re-stored every hop:
+//!   NVSHMEM's kernel's work, like for like with its `put_signal_pingpong`),
+//!   `put_signal_pingpong_src_once` (the row called `put_signal_pingpong` before
+//!   2026-12-07: source written once, the one-`u64` fast path),
+//!   `put_signal_pingpong_echo_1elem` (NVSHMEM's work through the one-`u64` path),
+//!   `signal_pingpong` (ordered `signal_op`), `signal_relaxed_pingpong`
+//!   (`signal_op_relaxed`, translated per call: like for like with NVSHMEM's
+//!   `signal_pingpong`) and `signal_relaxed_peer_pingpong` (through a `PeerSignal`,
+//!   translated once: our extra).
 //! - `scopes` → `pingpong_mode_<k>_…` and `signal_pingpong` [8]: the same ping-pong
 //!   with each ordering choice spelled out (relaxed floor, release/acquire and
 //!   fences at `.sys` and `.gpu` scope, the library's `put_signal` and `signal_op`):
@@ -80,15 +89,16 @@
 //!   `floor_launch_time` and `floor_barrier_time` [0]: µs per empty kernel and
 //!   per `barrier_all_on_stream` on every PE, timed the same way (what a small
 //!   collective cannot go below when the PEs share a GPU).
-//! - `init` → `init`, `malloc_1gib`, `calloc_1gib` [PEs]: wall-clock ms of setting
-//!   up `--npes` (8) PEs with a 1 GiB + 64 MiB heap each, and of a collective
-//!   1 GiB malloc / calloc (slowest PE).
+//! - `init` → `init`, `malloc_1gib_first`, `malloc_1gib`, `calloc_1gib_first`,
+//!   `calloc_1gib` [PEs]: wall-clock ms of setting up `--npes` (8) PEs with a
+//!   1 GiB + 64 MiB heap each, and of a collective 1 GiB malloc / calloc (slowest
+//!   PE): `_first` the first, cold sample; without it the median of the warm ones.
 //!
 //! `--one-pe` (always on the NVSHMEM engine): the one-PE forms, the shapes of
 //! NVSHMEM's one-PE program bench/nvshmem/perf.cu: `put-bw`/`get-bw` move S bytes
 //! between two buffers of PE 0's heap (to / from PE 0 itself; `cuMemcpy` the same
-//! copy); `pingpong` → `put_signal_pingpong` and `signal_pingpong` [8] between two
-//! blocks of PE 0 (`pingpong-blocks` modes 0 and 7); `barrier` and `init` on 1 PE
+//! copy); `pingpong` → its rows [8] between two blocks of PE 0 (`pingpong-blocks`
+//! modes 17, 0, 18, 7, 10, 13); `barrier` and `init` on 1 PE
 //! [size 1]. `pingpong-blocks` and `pingpong-placement` are one PE anyway;
 //! `latency`, `scopes`, `atomic` and `collective` have no one-PE form.
 //!

@@ -51,12 +51,16 @@ pub fn p_g(o: &Opts) -> BenchResult<Vec<Row>> {
 }
 
 /// Rows of `gpushmem-perf scopes`: each ordering choice of the ping-pong kernel
-/// `pingpong_mode` (modes 0-14, see its doc), µs per round trip. Mode 0 (the
-/// library's `put_signal_nbi` + `signal_wait_until`) is also `pingpong`'s row;
-/// mode 7 (`signal_op` + `signal_wait_until`) pairs with NVSHMEM's `signal_pingpong`,
-/// and so does mode 10 (`signal_op_relaxed` + `signal_wait_until_relaxed`, the
-/// same unordered semantics as NVSHMEM's).
-pub const MODES: [&str; 17] = [
+/// `pingpong_mode` (modes 0-18, see its doc), µs per round trip. Like for like
+/// with NVSHMEM's one-PE program (bench/nvshmem/perf.cu): mode 17 (8-byte
+/// `putmem_signal_nbi`, the source rewritten and the payload echoed every hop,
+/// as NVSHMEM's kernel does) with its `put_signal_pingpong`, and mode 10
+/// (`signal_op_relaxed` + `signal_wait_until_relaxed`: NVSHMEM's unordered
+/// semantics, the address translated in every call as NVSHMEM's `signal_op`
+/// does) with its `signal_pingpong`. Mode 0 (source written once, the
+/// one-element path) and mode 13 (`PeerSignal`: translated once) are our
+/// variants beside them, not like for like.
+pub const MODES: [&str; 19] = [
     "pingpong_mode_0_library",
     "pingpong_mode_1_relaxed_floor",
     "pingpong_mode_2_release_sys_fence_sys",
@@ -74,6 +78,8 @@ pub const MODES: [&str; 17] = [
     "signal_peer_pingpong",
     "pingpong_mode_15_peer_signal_poll_2_staggered",
     "pingpong_mode_16_peer_signal_poll_4_staggered",
+    "pingpong_mode_17_put_signal_like_nvshmem",
+    "pingpong_mode_18_put_signal_echo_1elem",
 ];
 
 /// How a ping-pong kernel runs: `pingpong_mode` between two PEs (one block
@@ -129,16 +135,32 @@ fn pingpong_modes(o: &Opts, sides: Sides, modes: &[u32], placements: usize) -> B
     Ok(r.into_iter().next().unwrap_or_default())
 }
 
-/// `put_signal_pingpong`: 8 B + signal SET round trip between PE 0 and PE 1 (mode 0).
-/// With `--one-pe`: between two blocks of PE 0, and `signal_pingpong` (mode 7,
-/// `signal_op` SET without payload) beside it, as NVSHMEM's one-PE program measures both;
-/// both shapes also `signal_relaxed_pingpong` (mode 10, `signal_op_relaxed`) and
-/// `signal_relaxed_peer_pingpong` (mode 13, the same through a `PeerSignal`).
+/// Rows of `pingpong` and the kernel mode of each. Like for like with NVSHMEM's rows
+/// of the same work: `put_signal_pingpong_like_nvshmem` (its `put_signal_pingpong`)
+/// and `signal_relaxed_pingpong` (its `signal_pingpong`); the others are our variants.
+pub const PINGPONG_ROWS: [(&str, u32); 6] = [
+    // 8-byte putmem_signal_nbi, source rewritten / payload echoed each hop (NVSHMEM's work).
+    ("put_signal_pingpong_like_nvshmem", 17),
+    // The row named `put_signal_pingpong` before 2026-12-07: source written once, one u64.
+    ("put_signal_pingpong_src_once", 0),
+    // NVSHMEM's per-hop work through the one-u64 fast path.
+    ("put_signal_pingpong_echo_1elem", 18),
+    // Ordered signal_op (release): stronger than NVSHMEM's.
+    ("signal_pingpong", 7),
+    // signal_op_relaxed, translated per call: NVSHMEM's signal_op semantics and work.
+    ("signal_relaxed_pingpong", 10),
+    // The same through a PeerSignal translated once before the loop: our extra.
+    ("signal_relaxed_peer_pingpong", 13),
+];
+
+/// `pingpong`: each of [`PINGPONG_ROWS`] (8 B payload where there is one, signal
+/// SET) round trip between PE 0 and PE 1; with `--one-pe` between two blocks of
+/// PE 0, the shape of NVSHMEM's one-PE program.
 pub fn pingpong(o: &Opts) -> BenchResult<Vec<Row>> {
     let sides = if o.one_pe { Sides::TwoBlocks } else { Sides::TwoPes };
-    let names = ["put_signal_pingpong", "signal_pingpong", "signal_relaxed_pingpong", "signal_relaxed_peer_pingpong"];
-    let us = pingpong_modes(o, sides, &[0, 7, 10, 13], 1)?;
-    Ok(names.iter().zip(&us).map(|(&name, us)| Row::new(name, 8, us[0], None, "us/round trip")).collect())
+    let modes: Vec<u32> = PINGPONG_ROWS.iter().map(|r| r.1).collect();
+    let us = pingpong_modes(o, sides, &modes, 1)?;
+    Ok(PINGPONG_ROWS.iter().zip(&us).map(|(&(name, _), us)| Row::new(name, 8, us[0], None, "us/round trip")).collect())
 }
 
 /// What each ordering choice costs in a signal ping-pong: every mode of [`MODES`].
@@ -156,11 +178,12 @@ pub fn scopes(o: &Opts, blocks: bool) -> BenchResult<Vec<Row>> {
 
 /// Modes of `pingpong-placement`: no ordering (relaxed, volatile), the
 /// hand-written release/acquire, the library's `signal_op`, `put_signal_nbi`
-/// and `signal_op_relaxed` (the like-for-like of NVSHMEM's `signal_op`
+/// (source written once) and `signal_op_relaxed` (the like-for-like of NVSHMEM's `signal_op`
 /// ping-pong, whose C++ program measures the same placements), and the two
-/// halves of the last (modes 11 and 12: which half costs what), and the
-/// relaxed and ordered signals through a `PeerSignal` (modes 13 and 14).
-const PLACEMENT_MODES: [u32; 10] = [1, 8, 5, 7, 0, 10, 11, 12, 13, 14];
+/// halves of the last (modes 11 and 12: which half costs what), the
+/// relaxed and ordered signals through a `PeerSignal` (modes 13 and 14), and
+/// the like-for-like of NVSHMEM's put_signal ping-pong (mode 17).
+const PLACEMENT_MODES: [u32; 11] = [1, 8, 5, 7, 0, 10, 11, 12, 13, 14, 17];
 
 /// How much the ping-pong depends on where its words are: each mode of
 /// `--modes` (default [`PLACEMENT_MODES`]) between two blocks of one PE

@@ -304,7 +304,7 @@ struct Cli {
     #[arg(long, value_name = "N", default_value_t = 16)]
     placements: usize,
     /// pingpong-placement: the ping-pong modes to run, in this order (a mode may repeat, to
-    /// see whether run order moves a figure); default 1,8,5,7,0,10,11,12,13,14
+    /// see whether run order moves a figure); default 1,8,5,7,0,10,11,12,13,14,17
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     modes: Option<Vec<u32>>,
     /// Run the one-PE forms (always on the NVSHMEM engine); subcommands without one are refused
@@ -466,9 +466,10 @@ mod tests {
         assert!(p("--reps x").is_err() && p("--min-size 4q").is_err() && p("--frobnicate").is_err());
         assert!(p("put-bw plot x.csv --png y.png").is_err());
         assert!(p("--scope warp,bogus").is_err());
-        // The put-bw diagnostics have no get-bw kernels; ping-pong modes exist up to 16.
+        // The put-bw diagnostics have no get-bw kernels; ping-pong modes exist up to 18.
         assert!(p("get-bw --scope block_cs").is_err() && p("--scope block_x8").is_err());
-        assert!(p("pingpong-placement --modes 13,17").is_err());
+        assert!(p("pingpong-placement --modes 13,19").is_err());
+        assert!(p("pingpong-placement --modes 17,18").is_ok());
     }
 
     #[test]

@@ -281,13 +281,23 @@ pub unsafe extern "ptx-kernel" fn atomic_add_throughput(counters: *mut u64, dist
 /// 14 as 7 through a [`shmem::PeerSignal`] (the ordered `signal_op`);
 /// 15 as 13, but the wait keeps two `ld.volatile` polls in flight, issued 200
 /// clock cycles apart ([`poll_staggered`]);
-/// 16 as 15 with four polls in flight, 100 cycles apart.
+/// 16 as 15 with four polls in flight, 100 cycles apart;
+/// 17 `putmem_signal_nbi` of 8 bytes + `signal_wait_until`, doing NVSHMEM's
+/// work per hop (bench/nvshmem/perf.cu `pingpong_put_signal`): the first side
+/// rewrites its source word with the hop's value before each put, the second
+/// re-stores the payload it received (a volatile load) into its source before
+/// its put; the byte form takes the library's general copy path, as
+/// NVSHMEM's `putmem` does (the like-for-like of NVSHMEM's put_signal row);
+/// 18 as 17 through the typed one-`u64` form (the one-element fast path of
+/// `copy_elems`), to show what that path alone is worth.
 ///
 /// Mode 0 sends `payload[1]`, which it writes once before the loop, so that
 /// the time is the put's and not the caller's rewrite of its source (measured:
 /// the same 2.26 µs either way, see bench/RESULTS.md; bench/nvshmem/perf.cu's
-/// NVSHMEM ping-pong still rewrites and echoes its payload every hop), and
-/// traps at the end unless `payload[0]` holds the peer's value.
+/// NVSHMEM ping-pong rewrites and echoes its payload every hop, as mode 17
+/// does: compare that mode with it, not this one), and
+/// traps at the end unless `payload[0]` holds the peer's value. Modes 17 and 18
+/// trap at the end unless both sides received the last hop's value.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn pingpong_mode(payload: *mut u64, sig: *mut u64, base: u64, iters: u32, mode: u32) {
     if _thread_idx_x() != 0 {
@@ -346,6 +356,8 @@ unsafe fn pingpong_dispatch(first: bool, e: PingPongEnds, base: u64, iters: u32,
         14 => pingpong_side::<14>(first, e, base, iters),
         15 => pingpong_side::<15>(first, e, base, iters),
         16 => pingpong_side::<16>(first, e, base, iters),
+        17 => pingpong_side::<17>(first, e, base, iters),
+        18 => pingpong_side::<18>(first, e, base, iters),
         _ => core::arch::nvptx::trap(),
     }
 }
@@ -412,7 +424,7 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
     let peer = shmem::peer_signal(e.peer_sig, e.pe);
     // Each hop waits, then (on the other side) sends: modes 0 and 7 through the library.
     let wait = move |v: u64| {
-        if mode == 0 || mode == 7 || mode == 14 {
+        if mode == 0 || mode == 7 || mode == 14 || mode == 17 || mode == 18 {
             shmem::signal_wait_until(sig, shmem::Cmp::Ge, v);
             return;
         }
@@ -456,6 +468,18 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
     let send = move |v: u64| {
         if mode == 0 {
             shmem::put_signal_nbi(e.dest, e.src, 1, e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            return;
+        }
+        if mode == 17 || mode == 18 {
+            // NVSHMEM's per-hop work: the first side writes the hop's value into
+            // its source, the second echoes what it received.
+            let word = if first { v } else { core::ptr::read_volatile(e.recv) };
+            e.src.write(word);
+            if mode == 17 {
+                shmem::putmem_signal_nbi(e.dest.cast(), e.src.cast(), 8, e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            } else {
+                shmem::put_signal_nbi(e.dest, e.src, 1, e.peer_sig, v, shmem::SignalOp::Set, e.pe);
+            }
             return;
         }
         if mode == 7 {
@@ -515,6 +539,10 @@ unsafe fn pingpong_side<const MODE: u32>(first: bool, e: PingPongEnds, base: u64
     // Both sides have received the other's last message (the second side
     // waited before its last send, the first after), so the payload is there.
     if mode == 0 && iters > 0 && *e.recv != tag(!first) {
+        core::arch::nvptx::trap();
+    }
+    // Modes 17 and 18: the last hop's value went there and back.
+    if (mode == 17 || mode == 18) && iters > 0 && core::ptr::read_volatile(e.recv) != v {
         core::arch::nvptx::trap();
     }
 }
