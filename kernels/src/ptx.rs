@@ -165,12 +165,15 @@ pub unsafe fn red_release_add_u64(p: *mut u64, v: u64) {
 ///
 /// # Safety
 /// `p` is valid, 4-byte aligned global memory that does not change while a
-/// kernel of this module runs; `size_of::<T>()` is a multiple of 4.
+/// kernel of this module runs. (`T`'s size a multiple of 4 and its alignment
+/// at least 4, which the word copy needs, are checked at compile time.)
 #[inline(always)]
 // `nomem` on purpose: the memory read is invariant for the kernel (the
 // contract above), which is what lets LLVM keep the value across fences.
 #[allow(clippy::pointers_in_nomem_asm_block)]
 pub unsafe fn ld_invariant<T: bytemuck::Pod>(p: *const T) -> T {
+    // The word-by-word copy below writes aligned `u32`s into `out`.
+    const { assert!(core::mem::size_of::<T>().is_multiple_of(4) && core::mem::align_of::<T>() >= 4) };
     let mut out = T::zeroed();
     let words = core::mem::size_of::<T>() / 4;
     let (src, dst) = (p as *const u32, &mut out as *mut T as *mut u32);
@@ -179,8 +182,8 @@ pub unsafe fn ld_invariant<T: bytemuck::Pod>(p: *const T) -> T {
         // SAFETY: `i < size_of::<T>() / 4`, so `src.add(i)` is a 4-byte-aligned word of
         // the valid `*p`, which no thread writes while the kernel runs (this fn's
         // contract; PTX ISA 9.7.8.8 allows `.nc` for such data), and `dst.add(i)` a word
-        // inside the local `out`; the `T`s read this way (`State`, `TeamDesc`, `u64`,
-        // `i32`) are 4-byte aligned or more, and `T: Pod` makes any bits a valid `T`.
+        // inside the local `out`, 4-byte aligned (the const assertion above), and
+        // `T: Pod` makes any bits a valid `T`.
         unsafe {
             asm!("ld.global.nc.u32 {w}, [{p}];", w = out(reg32) w, p = in(reg64) src.add(i),
                 options(pure, nomem, nostack, preserves_flags));
