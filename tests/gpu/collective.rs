@@ -44,7 +44,7 @@ const GUARD: usize = 16;
 
 /// A team the cases run on, made the same way on every PE.
 #[derive(Clone, Copy, Debug)]
-enum TeamSpec {
+pub(crate) enum TeamSpec {
     World,
     /// `team_split_strided(world, start, stride, size)`.
     Strided(usize, usize, usize),
@@ -53,7 +53,7 @@ enum TeamSpec {
 }
 
 impl TeamSpec {
-    fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             TeamSpec::World => "world".into(),
             TeamSpec::Strided(a, b, c) => format!("strided({a},{b},{c})"),
@@ -104,11 +104,11 @@ fn team_specs(n: usize) -> Vec<TeamSpec> {
 
 /// One collective call of a batch and where its data lies (byte offsets in the arenas).
 #[derive(Clone, Debug)]
-struct Case {
-    kind: u32,
+pub(crate) struct Case {
+    pub(crate) kind: u32,
     form: u32,
     /// Index in the test's team list.
-    team: usize,
+    pub(crate) team: usize,
     /// Root (broadcast) or `ReduceOp` code.
     arg: u32,
     nelems: usize,
@@ -117,9 +117,9 @@ struct Case {
     src_at: usize,
     src_len: usize,
     /// Where the result starts, the most bytes it may take, and the guard bytes before it.
-    dst_at: usize,
-    dst_cap: usize,
-    dst_lead: usize,
+    pub(crate) dst_at: usize,
+    pub(crate) dst_cap: usize,
+    pub(crate) dst_lead: usize,
 }
 
 impl Case {
@@ -159,13 +159,13 @@ fn place(cases: &mut [Case], n: usize) -> (usize, usize) {
 }
 
 /// A table of cases for one kernel, with how to make a PE's source and a member's expected result.
-struct Batch {
+pub(crate) struct Batch {
     what: String,
     kernel: String,
     /// Copies pass byte counts to the kernel, reductions element counts.
     bytes: bool,
     tag: u64,
-    cases: Vec<Case>,
+    pub(crate) cases: Vec<Case>,
     src_bytes: usize,
     dst_bytes: usize,
     /// A PE's source bytes for a case, from a random stream.
@@ -353,7 +353,7 @@ fn type_fns(ty: usize) -> (usize, bool, SourceFn, ExpectedFn) {
 /// Broadcast (roots 0, the last, and one in the middle where the team is
 /// large enough), fcollect and alltoall in every form on every team and size,
 /// element sizes 1, 2, 4, 8 bytes in turn.
-fn copy_batch(n: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
+pub(crate) fn copy_batch(n: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
     let mut cases = Vec::new();
     let mut k = 0usize;
     for (ti, spec) in specs.iter().enumerate() {
@@ -395,7 +395,7 @@ fn copy_batch(n: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
 
 /// Reduce and reducescatter on type `REDUCE_TYPES[ty]`: every operator that
 /// applies, every compiled form, every team; sizes in turn.
-fn reduce_batch(n: usize, ty: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
+pub(crate) fn reduce_batch(n: usize, ty: usize, specs: &[TeamSpec], sizes: &[usize]) -> Batch {
     let (name, extra) = (REDUCE_TYPES[ty].0, extra_forms(ty));
     let (esize, integer, source, expected) = type_fns(ty);
     let ops: &[ReduceOp] = if integer { &OPS } else { &OPS[..4] };
@@ -432,7 +432,7 @@ fn digest(b: &[u8]) -> u64 {
 }
 
 /// (batch, case, world PE of the team instance's member 0, digest of this member's result).
-type Digest = (u32, u32, u32, u64);
+pub(crate) type Digest = (u32, u32, u32, u64);
 
 /// The arenas a PE runs every batch in: sources, destinations, the case table.
 struct Arenas {
@@ -442,10 +442,10 @@ struct Arenas {
 }
 
 /// A team as one PE sees it: its handle, this PE's member index, the members' world PEs.
-struct View {
-    handle: u32,
-    my: Option<usize>,
-    members: Vec<usize>,
+pub(crate) struct View {
+    pub(crate) handle: u32,
+    pub(crate) my: Option<usize>,
+    pub(crate) members: Vec<usize>,
 }
 
 impl View {
@@ -455,15 +455,15 @@ impl View {
 }
 
 /// What one PE writes before a batch and expects after it.
-struct Prepared {
+pub(crate) struct Prepared {
     /// Its source arena.
     src: Vec<u8>,
     /// Its destination arena before the launch (poison).
-    init: Vec<u8>,
+    pub(crate) init: Vec<u8>,
     /// Its destination arena after the launch.
-    want: Vec<u8>,
+    pub(crate) want: Vec<u8>,
     /// Per case where this PE is a member: (world PE of member 0, bytes of its result).
-    written: Vec<Option<(usize, usize)>>,
+    pub(crate) written: Vec<Option<(usize, usize)>>,
     /// The kernel's case table, with this PE's arena addresses.
     table: Vec<u64>,
     /// Per case, on the NVSHMEM engine for f32 sums and products only: the
@@ -495,7 +495,7 @@ fn abs_f32(sources: &[Vec<u8>]) -> Vec<Vec<u8>> {
 
 /// PE `me`'s sources, poisoned destinations, expected results and case table
 /// for batch `b` (`views`: the test's teams as `me` sees them).
-fn prepare(b: &Batch, views: &[View], me: usize, src_base: u64, dst_base: u64) -> Prepared {
+pub(crate) fn prepare(b: &Batch, views: &[View], me: usize, src_base: u64, dst_base: u64) -> Prepared {
     let mut src = vec![0u8; b.src_bytes];
     let mut init = vec![POISON; b.dst_bytes];
     let mut want = init.clone();
@@ -538,7 +538,14 @@ fn prepare(b: &Batch, views: &[View], me: usize, src_base: u64, dst_base: u64) -
 /// Checks PE `me`'s destination arena `got` after batch `bi` (every case's
 /// region, guards included); returns the failures and the digests of its
 /// broadcast, fcollect and reduce results.
-fn check(b: &Batch, bi: usize, names: &[String], me: usize, p: &Prepared, got: &[u8]) -> (Vec<String>, Vec<Digest>) {
+pub(crate) fn check(
+    b: &Batch,
+    bi: usize,
+    names: &[String],
+    me: usize,
+    p: &Prepared,
+    got: &[u8],
+) -> (Vec<String>, Vec<Digest>) {
     let mut bad = Vec::new();
     let mut digests = Vec::new();
     for (i, c) in b.cases.iter().enumerate() {
@@ -648,34 +655,43 @@ fn run_batches(n: usize, batches: &[Batch], specs: &[TeamSpec], debug_checks: bo
         threads(n, heap, body)?
     };
     let mut bad: Vec<String> = rows.iter().flat_map(|(b, _)| b.iter().cloned()).collect();
-    // Every member of a team instance got the same bits (reductions included).
+    let digests: Vec<Vec<Digest>> = rows.into_iter().map(|(_, d)| d).collect();
+    let (instances, differ) = compare_members(batches, &names, &digests);
+    bad.extend(differ);
+    fail_if_any(&bad)?;
+    let cases: usize = batches.iter().map(|b| b.cases.len()).sum();
+    println!(
+        "  {n} PEs: {cases} collective calls in {} launches ({}) on teams {names:?}, every byte checked, \
+         {instances} team instances bitwise identical across members, in {:.1?}",
+        batches.len(),
+        batches.iter().map(|b| b.what.as_str()).collect::<Vec<_>>().join(", "),
+        start.elapsed()
+    );
+    Ok(())
+}
+
+/// Every member of a team instance got the same bits (reductions included):
+/// `digests[pe]` is PE `pe`'s list from [`check`]. Returns the number of team
+/// instances and a failure per instance whose members' results differ.
+pub(crate) fn compare_members(batches: &[Batch], names: &[String], digests: &[Vec<Digest>]) -> (usize, Vec<String>) {
     let mut by_instance: BTreeMap<(u32, u32, u32), Vec<(usize, u64)>> = BTreeMap::new();
-    for (pe, (_, ds)) in rows.iter().enumerate() {
+    for (pe, ds) in digests.iter().enumerate() {
         for &(bi, ci, key, h) in ds {
             by_instance.entry((bi, ci, key)).or_default().push((pe, h));
         }
     }
+    let mut bad = Vec::new();
     for ((bi, ci, key), v) in &by_instance {
         if v.iter().any(|&(_, h)| h != v[0].1) {
             let b = &batches[*bi as usize];
             bad.push(format!(
                 "{} case {ci} ({}), team instance led by PE {key}: members' results differ: {v:x?}",
                 b.what,
-                b.cases[*ci as usize].describe(&names)
+                b.cases[*ci as usize].describe(names)
             ));
         }
     }
-    fail_if_any(&bad)?;
-    let cases: usize = batches.iter().map(|b| b.cases.len()).sum();
-    println!(
-        "  {n} PEs: {cases} collective calls in {} launches ({}) on teams {names:?}, every byte checked, \
-         {} team instances bitwise identical across members, in {:.1?}",
-        batches.len(),
-        batches.iter().map(|b| b.what.as_str()).collect::<Vec<_>>().join(", "),
-        by_instance.len(),
-        start.elapsed()
-    );
-    Ok(())
+    (by_instance.len(), bad)
 }
 
 /// Every collective, form, team, size; reductions on all twelve types.
@@ -1048,37 +1064,54 @@ pub fn sizes_differ_traps() -> TestResult {
 /// `collective_launch_query_gridsize`, at most 64 blocks of 256 threads), 100003
 /// f32 per PE (the reduce runs two-shot; odd, so chunks are ragged), then
 /// `barrier_all_grid` with each block's store to the next PE checked after it.
-/// Two launches (rounds), every element compared bit for bit with the
-/// member-order reference. Native engine only (no grid forms on NVSHMEM's).
+/// Two launches (rounds), each with new random sources, every element
+/// compared bit for bit with the member-order reference after each round.
+/// The six results lie in one buffer with [`GRID_GAP`] guard words before,
+/// between and after them; before each round every result is poisoned (the
+/// bitwise NOT of what it must become) and every guard word set to a
+/// pattern, and after it every guard word must be unchanged: a result that
+/// runs past its end is caught, not overwritten by the next one. Native
+/// engine only (no grid forms on NVSHMEM's).
 pub fn grid_forms(n: usize) -> TestResult {
     reference::agreement::checked()?;
     let len = 100_003usize;
     let k = len / n;
-    let data = |pe: usize| random_unit_f32s(seed(), 900 + pe as u64, len * n);
-    let out_len = 3 * len + 2 * k * n + k;
+    let data = |round: u32, pe: usize| random_unit_f32s(seed(), 900 + 16 * round as u64 + pe as u64, len * n);
+    let lens = grid_result_lens(len, k, n);
+    let out_len = lens.iter().sum::<usize>() + (lens.len() + 1) * GRID_GAP;
     let rows = threads(n, 64 << 20, |shmem| {
         let me = shmem.my_pe();
         let m = kernels(shmem)?;
         let kern = m.kernel("coll_grid_forms")?;
         let blocks = shmem.collective_launch_query_gridsize(&kern, 256, 0)?.min(64);
         let src = shmem.malloc::<f32>(len * n)?;
-        let out = shmem.calloc::<f32>(out_len)?;
+        let out = shmem.calloc::<u32>(out_len)?;
         let marks = shmem.calloc::<u32>(blocks as usize)?;
         let errors = shmem.calloc::<u32>(1)?;
-        shmem.write(&src, &data(me))?;
-        shmem.barrier_all()?;
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let mut bad = Vec::new();
         for round in 1..=2u32 {
-            // SAFETY: coll_grid_forms(*const f32, *mut f32, u64, *mut u32, u32, *mut u32): `src` holds
-            // len * n, `out` out_len, `marks` one word per block, all symmetric.
+            let srcs: Vec<Vec<f32>> = (0..n).map(|pe| data(round, pe)).collect();
+            let want = grid_want(&srcs, me, len, k);
+            let (before, after) = grid_frames(&lens, &want);
+            // Nobody rewrites its sources while a peer may still read last round's.
+            shmem.bootstrap().barrier()?;
+            shmem.write(&src, &srcs[me])?;
+            shmem.write(&out, &before)?;
+            shmem.bootstrap().barrier()?; // every PE's sources written and results poisoned
+            let first = out.as_kernel_ptr() + (GRID_GAP * 4) as u64;
+            // SAFETY: coll_grid_forms(*const f32, *mut f32, u64, u64, *mut u32, u32, *mut u32): `src`
+            // holds len * n; from `first` on, `out` holds the six results with `GRID_GAP` words
+            // after each (`grid_result_lens`); `marks` one word per block; all symmetric.
             unsafe {
                 shmem.launch_collective(
                     &kern,
                     cfg,
                     (
                         src.as_kernel_ptr(),
-                        out.as_kernel_ptr(),
+                        first,
                         len as u64,
+                        GRID_GAP as u64,
                         marks.as_kernel_ptr(),
                         round,
                         errors.as_kernel_ptr(),
@@ -1086,49 +1119,102 @@ pub fn grid_forms(n: usize) -> TestResult {
                 )?
             };
             shmem.synchronize()?;
+            let got = shmem.read(&out)?;
+            bad.extend(
+                grid_check(&lens, &got, &after)
+                    .into_iter()
+                    .map(|m| format!("PE {me} ({blocks} blocks), round {round}: {m}")),
+            );
         }
-        Ok((blocks, shmem.read(&out)?, shmem.read(&errors)?[0]))
-    })?;
-    let srcs: Vec<Vec<f32>> = (0..n).map(data).collect();
-    let mut bad = Vec::new();
-    for (me, (blocks, got, errs)) in rows.iter().enumerate() {
-        let mut want: Vec<u32> = Vec::with_capacity(out_len);
-        want.extend(srcs[n - 1][..len].iter().map(|v| v.to_bits()));
-        want.extend(srcs.iter().flat_map(|s| s[..k].iter().map(|v| v.to_bits())));
-        want.extend(srcs.iter().flat_map(|s| s[me * k..(me + 1) * k].iter().map(|v| v.to_bits())));
-        let fold = |i: usize, op: ReduceOp| {
-            reference::in_member_order(srcs.iter().map(|s| s[i]), |a, b| f32::reduce(op, a, b)).to_bits()
-        };
-        want.extend((0..len).map(|i| fold(i, ReduceOp::Sum)));
-        want.extend((0..len).map(|i| {
-            reference::in_member_order(srcs.iter().map(|s| s[i].to_bits()), |a, b| u32::reduce(ReduceOp::Sum, a, b))
-        }));
-        want.extend((0..k).map(|i| fold(me * k + i, ReduceOp::Max)));
-        let names = [("broadcast", len), ("fcollect", k * n), ("alltoall", k * n), ("reduce f32 sum", len)];
-        let names = names.into_iter().chain([("reduce u32 sum", len), ("reducescatter f32 max", k)]);
-        let mut at = 0;
-        for (what, l) in names {
-            if let Some(i) = (at..at + l).find(|&i| got[i].to_bits() != want[i]) {
-                bad.push(format!(
-                    "PE {me} ({blocks} blocks): {what}: element {} is {:#x}, expected {:#x}",
-                    i - at,
-                    got[i].to_bits(),
-                    want[i]
-                ));
-            }
-            at += l;
-        }
-        if *errs != 0 {
+        let errs = shmem.read(&errors)?[0];
+        if errs != 0 {
             bad.push(format!("PE {me}: {errs} block(s) missed the previous PE's store after barrier_all_grid"));
         }
-    }
-    if !bad.is_empty() {
-        return Err(bad.join("\n").into());
-    }
+        Ok((blocks, bad))
+    })?;
+    let bad: Vec<String> = rows.iter().flat_map(|(_, b)| b.iter().cloned()).collect();
+    fail_if_any(&bad)?;
     println!(
         "  {n} PEs × {} blocks: broadcast/fcollect/alltoall/reduce (f32 sum two-shot, u32 sum)/reducescatter _grid \
-         and barrier_all_grid, 2 rounds: bit-exact",
+         and barrier_all_grid, 2 rounds of new data: bit-exact, every guard word between and around the results intact",
         rows[0].0
     );
     Ok(())
+}
+
+/// Guard words (u32) before, between and after the results of [`grid_forms`].
+pub const GRID_GAP: usize = 64;
+
+/// The names of the six results of `coll_grid_forms`, in order.
+const GRID_RESULTS: [&str; 6] =
+    ["broadcast", "fcollect", "alltoall", "reduce f32 sum", "reduce u32 sum", "reducescatter f32 max"];
+
+/// The lengths (elements) of `coll_grid_forms`'s six results: `len` per PE, blocks of `k`, `n` PEs.
+pub fn grid_result_lens(len: usize, k: usize, n: usize) -> [usize; 6] {
+    [len, k * n, k * n, len, len, k]
+}
+
+/// PE `me`'s six results of [`grid_forms`] from every PE's sources, back to back (bits).
+fn grid_want(srcs: &[Vec<f32>], me: usize, len: usize, k: usize) -> Vec<u32> {
+    let mut want: Vec<u32> = Vec::new();
+    want.extend(srcs[srcs.len() - 1][..len].iter().map(|v| v.to_bits()));
+    want.extend(srcs.iter().flat_map(|s| s[..k].iter().map(|v| v.to_bits())));
+    want.extend(srcs.iter().flat_map(|s| s[me * k..(me + 1) * k].iter().map(|v| v.to_bits())));
+    let fold =
+        |i: usize, op: ReduceOp| reference::in_member_order(srcs.iter().map(|s| s[i]), |a, b| f32::reduce(op, a, b));
+    want.extend((0..len).map(|i| fold(i, ReduceOp::Sum).to_bits()));
+    want.extend((0..len).map(|i| {
+        reference::in_member_order(srcs.iter().map(|s| s[i].to_bits()), |a, b| u32::reduce(ReduceOp::Sum, a, b))
+    }));
+    want.extend((0..k).map(|i| fold(me * k + i, ReduceOp::Max).to_bits()));
+    want
+}
+
+/// The guard word at position `i` of the output buffer (never a NaN's or a small value's bits by chance alone).
+fn grid_guard(i: usize) -> u32 {
+    0x7FC0_0000 ^ (i as u32).wrapping_mul(0x9E37_79B9) >> 8
+}
+
+/// The output buffer before a round (results poisoned: bitwise NOT of `want`)
+/// and after it (results = `want`), guards around every result (`lens`, back to back in `want`).
+pub fn grid_frames(lens: &[usize], want: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let total = lens.iter().sum::<usize>() + (lens.len() + 1) * GRID_GAP;
+    let mut after: Vec<u32> = (0..total).map(grid_guard).collect();
+    let (mut at, mut from) = (GRID_GAP, 0);
+    for &l in lens {
+        after[at..at + l].copy_from_slice(&want[from..from + l]);
+        (at, from) = (at + l + GRID_GAP, from + l);
+    }
+    let mut before = after.clone();
+    let mut at = GRID_GAP;
+    for &l in lens {
+        before[at..at + l].iter_mut().for_each(|v| *v = !*v);
+        at += l + GRID_GAP;
+    }
+    (before, after)
+}
+
+/// The first word of `got` that differs from `after` in each result and each
+/// guard (see [`grid_frames`]), as messages naming the result or guard.
+pub fn grid_check(lens: &[usize], got: &[u32], after: &[u32]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut at = 0;
+    let mut region = |name: String, l: usize, bad: &mut Vec<String>| {
+        if let Some(i) = (at..at + l).find(|&i| got.get(i) != after.get(i)) {
+            let g = got.get(i).map_or("nothing".to_string(), |v| format!("{v:#x}"));
+            bad.push(format!("{name}: word {} is {g}, expected {:#x}", i - at, after[i]));
+        }
+        at += l;
+    };
+    for (r, &l) in lens.iter().enumerate() {
+        let before = if r == 0 {
+            "the guard before the results".to_string()
+        } else {
+            format!("the guard after {}", GRID_RESULTS[r - 1])
+        };
+        region(before, GRID_GAP, &mut bad);
+        region(GRID_RESULTS[r].to_string(), l, &mut bad);
+    }
+    region(format!("the guard after {}", GRID_RESULTS[lens.len() - 1]), GRID_GAP, &mut bad);
+    bad
 }

@@ -233,6 +233,8 @@ pub enum Ctl {
     GetNoBarrier,
     GetSyncAll,
     GetUnfenced,
+    CrossFence,
+    CrossNothing,
 }
 
 /// A control: which, whether it must trip, the property it shows when it
@@ -250,12 +252,12 @@ const fn c(ctl: Ctl, expect: Expect, property: &'static str, variant: &'static s
 }
 
 /// Every control, in one table: after a GPU run shows a `NotYetShown`
-/// control trip (its line says so), flip it to `MustTrip` here.
-/// MustTrip ones: 3–817 violations per 2^20 messages in every logged H200
-/// run (docs/runs/2026-12-0[34]-verify*/threads.log; FencePuts, the wide
-/// `p` pattern: 10–135 in each of 4 runs on 2026-12-04; MpSignalOp, the
-/// relaxed signal: 54 on the H100, docs/runs/2026-12-05-session7/); the rest never
-/// tripped there (docs/verification.md says why they may never).
+/// control trip (its line says so), flip it to `MustTrip` here. What each
+/// control showed in the logged GPU runs: the table of docs/verification.md
+/// (made from the logs under docs/runs/ by a script, so no figure is copied
+/// here to go stale); the `NotYetShown` ones never tripped there
+/// (docs/verification.md says why they may never). `CrossFence` and
+/// `CrossNothing` (`mp_cross_pe_quiet`) had no GPU run when they were added.
 pub const CONTROLS: &[Control] = &[
     c(Ctl::MpFence, MustTrip, "fence orders put_nbi before a later p to one PE", "without fence", "fence is needed"),
     c(Ctl::MpQuiet, MustTrip, "quiet completes put_nbi before a later p", "without quiet", "quiet is needed"),
@@ -322,6 +324,20 @@ pub const CONTROLS: &[Control] = &[
         "barrier_all orders the puts before its arrival (its fences)",
         "an arrival with no fence",
         "the barrier's fences are needed",
+    ),
+    c(
+        Ctl::CrossFence,
+        NotYetShown,
+        "fence does not order puts to different PEs (quiet does)",
+        "fence instead of quiet",
+        "quiet, not only fence, is needed for data and flag on different PEs",
+    ),
+    c(
+        Ctl::CrossNothing,
+        NotYetShown,
+        "the cross-PE message-passing test sees the flag pass the data",
+        "nothing between data and flag",
+        "an ordering call is needed between puts to different PEs",
     ),
 ];
 
@@ -443,7 +459,7 @@ pub fn control_runs(shmem: &Shmem, mut once: impl FnMut(u64) -> gpushmem::Result
 }
 
 /// Fails unless every task of `t` reported it ran to the end and no wait timed out.
-fn check_ran(what: &str, t: &Tally, failures: &mut Vec<String>) {
+pub fn check_ran(what: &str, t: &Tally, failures: &mut Vec<String>) {
     if t.ran != t.tasks || t.timeouts != 0 || t.tasks == 0 {
         failures.push(format!(
             "{what}: {} of {} tasks reported that they ran to the end, {} waits timed out",
@@ -455,8 +471,15 @@ fn check_ran(what: &str, t: &Tally, failures: &mut Vec<String>) {
 /// Prints what control `ctl` saw; a `MustTrip` control that never tripped is
 /// a failure (outside [`smoke_only`] runs). `unit`: what was observed ("messages").
 pub fn judge(ctl: Ctl, t: &Tally, unit: &str, failures: &mut Vec<String>) {
-    let c = control(ctl);
-    check_ran(&format!("control {:?}", ctl), t, failures);
+    println!("{}", judge_in(control(ctl), t, unit, smoke_only(), failures));
+}
+
+/// [`judge`] for control `c`, with `smoke` the reason this run is a smoke
+/// test (or `None`): the verdict without the environment, so that the CPU
+/// tests (`crate::verdict`) run it on made-up tallies. Returns the line to
+/// print.
+pub fn judge_in(c: &Control, t: &Tally, unit: &str, smoke: Option<&str>, failures: &mut Vec<String>) -> String {
+    check_ran(&format!("control {:?}", c.ctl), t, failures);
     let seen = format!(
         "{} violations in {} observed {unit} (of {} sent), {} run{} ({:.2} s)",
         t.violations,
@@ -466,26 +489,26 @@ pub fn judge(ctl: Ctl, t: &Tally, unit: &str, failures: &mut Vec<String>) {
         if t.runs == 1 { "" } else { "s" },
         t.secs
     );
-    if let Some(why) = smoke_only() {
-        println!("  SMOKE TEST, not litmus evidence ({why}): control {:?} ({}): {seen}; not asserted", ctl, c.variant);
+    if let Some(why) = smoke {
+        format!("  SMOKE TEST, not litmus evidence ({why}): control {:?} ({}): {seen}; not asserted", c.ctl, c.variant)
     } else if t.violations > 0 {
         let flip = if c.expect == NotYetShown {
             " [declared NotYetShown: flip it to MustTrip in litmus::CONTROLS]"
         } else {
             ""
         };
-        println!("  control tripped: {}: the {} control showed {seen}{flip}", c.property, c.variant);
+        format!("  control tripped: {}: the {} control showed {seen}{flip}", c.property, c.variant)
     } else if c.expect == MustTrip {
-        println!("FAILED CONTROL: {}: the {} control showed {seen}", c.property, c.variant);
         failures.push(format!(
             "control {:?} ({}) is MustTrip but showed {seen}: the test can no longer tell whether {}",
-            ctl, c.variant, c.needed
+            c.ctl, c.variant, c.needed
         ));
+        format!("FAILED CONTROL: {}: the {} control showed {seen}", c.property, c.variant)
     } else {
-        println!(
+        format!(
             "UNVERIFIED: {}: the {} control showed {seen}; this GPU did not show that {}",
             c.property, c.variant, c.needed
-        );
+        )
     }
 }
 
@@ -495,11 +518,12 @@ const MP_INSTANCES: usize = 16384;
 
 /// The smallest share of the sent messages the readers of the ordered runs
 /// must observe (PEs running together). Readers skip the messages sent
-/// while they check one, so they observe only part; the logged H200 runs
-/// observed 58–93 % with the ordering call (the control runs, whose writers
-/// go faster, 18–49 %: not asserted, a tripped control counts however few
-/// it observed). 25 % leaves room for slower GPUs and still catches readers
-/// that stopped early or barely overlapped their writers.
+/// while they check one, so they observe only part (the shares of the logged
+/// runs: each test's printed summary, collected in docs/verification.md; the
+/// control runs, whose writers go faster, observe less: not asserted, a
+/// tripped control counts however few it observed). 25 % leaves room for
+/// slower GPUs and still catches readers that stopped early or barely
+/// overlapped their writers.
 const MIN_OBSERVED_PCT: f64 = 25.0;
 
 /// One `litmus_mp` launch of `instances` instances of `shape`, placement
@@ -509,12 +533,17 @@ fn mp_launch(rig: &Rig, shape: u32, ordered: bool, tag: u64, instances: usize) -
     let me = shmem.my_pe();
     let insts = place(tag, instances, 1);
     let (mut writers, mut readers) = (Vec::new(), Vec::new());
+    let cross = shape == MP_CROSS_QUIET || shape == MP_CROSS_FENCE;
     for i in &insts {
+        // Cross-PE shapes: the data goes to a third PE `d` (the writer's
+        // variant bits name it, the reader's peer is it), the flag to the reader.
+        let d = third_pe(i.a, i.b, i.var);
+        let (wvar, rpeer) = if cross { (d as u64, d) } else { (i.var, i.a) };
         if i.a == me {
-            writers.push(task(1, i.b, i.var, i.cell_a, i.cell_b));
+            writers.push(task(1, i.b, wvar, i.cell_a, i.cell_b));
         }
         if i.b == me {
-            readers.push(task(2, i.a, i.var, i.cell_a, i.cell_b));
+            readers.push(task(2, rpeer, i.var, i.cell_a, i.cell_b));
         }
     }
     let tasks = warp_grouped(&mut Rng::new(seed(), tag << 8 | me as u64), vec![writers, readers]);
@@ -547,10 +576,54 @@ fn mp_launch(rig: &Rig, shape: u32, ordered: bool, tag: u64, instances: usize) -
     Ok(t)
 }
 
-/// Message-passing shapes `(shape, name, control)`: fails on any violation
+/// A PE other than `a` and `b` (≠ `a`), chosen by `var`: where the
+/// cross-PE shapes put their data.
+fn third_pe(a: usize, b: usize, var: u64) -> usize {
+    let others: Vec<usize> = (0..PES).filter(|&p| p != a && p != b).collect();
+    others[var as usize % others.len()]
+}
+
+/// The launch of control `ctl` of the message-passing kernel: its shape and
+/// whether the ordering step stays. Most controls drop the step (`ordered`
+/// false); the cross-PE `fence` control replaces `quiet` by `fence`.
+fn mp_control_launch(ctl: Ctl, shape: u32) -> (u32, bool) {
+    match ctl {
+        Ctl::CrossFence => (MP_CROSS_FENCE, true),
+        _ => (shape, false),
+    }
+}
+
+/// The verdict on the ordered (asserted) runs of a message-passing shape:
+/// every task placed (`want_tasks`) and reported, no violation, and with PEs
+/// running together (not `sliced`) at least [`MIN_OBSERVED_PCT`] of the
+/// messages observed. Pure, so the CPU tests (`crate::verdict`) run it.
+pub fn mp_verdict(name: &str, ordered: &Tally, want_tasks: u64, sliced: bool, failures: &mut Vec<String>) {
+    if ordered.tasks != want_tasks {
+        failures.push(format!("{name}: {} tasks placed, want {want_tasks}", ordered.tasks));
+    }
+    check_ran(name, ordered, failures);
+    if ordered.violations != 0 {
+        failures.push(format!(
+            "{name}: {} violations in {} observed messages (of {} sent): a reader saw stale data",
+            ordered.violations, ordered.observed, ordered.sent
+        ));
+    }
+    // Time-sliced PEs: a reader may run after its writer finished and see only the last message.
+    if !sliced && ordered.pct() < MIN_OBSERVED_PCT {
+        failures.push(format!(
+            "{name}: the readers observed {} of {} messages ({:.1} %, want ≥ {MIN_OBSERVED_PCT} %)",
+            ordered.observed,
+            ordered.sent,
+            ordered.pct()
+        ));
+    }
+}
+
+/// Message-passing shapes `(shape, name, controls)`: fails on any violation
 /// with the ordering step, on a task that did not report, on readers that
-/// observed too few messages; then runs the shape's control (see [`judge`]).
-pub fn mp(shapes: &[(u32, &str, Ctl)]) -> TestResult {
+/// observed too few messages ([`mp_verdict`]); then runs each of the shape's
+/// controls ([`mp_control_launch`], judged by [`judge`]).
+pub fn mp(shapes: &[(u32, &str, &[Ctl])]) -> TestResult {
     let start = Instant::now();
     let instances = scaled(MP_INSTANCES);
     if let Some(why) = smoke_only() {
@@ -560,38 +633,25 @@ pub fn mp(shapes: &[(u32, &str, Ctl)]) -> TestResult {
         let rig = Rig::new(shmem, instances, 1, "litmus_mp")?;
         let launches = if rig.sliced { 1 } else { 2 };
         let mut tallies = Vec::new();
-        for &(shape, _, _) in shapes {
-            // Launch k of a shape draws placement stream (shape, k): ordered runs first.
+        for &(shape, _, ctls) in shapes {
+            // Launch k of a shape draws placement stream (shape, k): ordered
+            // runs first, then each control's runs from its own range.
             let tag = |k: u64| 0x11_0000_0000 | (shape as u64) << 16 | k;
             let ordered = ordered_runs(shmem, launches, |k| mp_launch(&rig, shape, true, tag(k), instances))?;
-            let control = control_runs(shmem, |k| mp_launch(&rig, shape, false, tag(launches + k), instances))?;
-            tallies.push((ordered, control));
+            let mut controls = Vec::new();
+            for (j, &ctl) in ctls.iter().enumerate() {
+                let (cshape, cordered) = mp_control_launch(ctl, shape);
+                let first = launches + j as u64 * CONTROL_MAX_RUNS;
+                controls.push(control_runs(shmem, |k| mp_launch(&rig, cshape, cordered, tag(first + k), instances))?);
+            }
+            tallies.push((ordered, controls));
         }
         Ok((rig.sliced, tallies))
     })?;
     let (sliced, tallies) = &rows[0];
     let mut failures = Vec::new();
-    for (&(_, name, ctl), (ordered, control)) in shapes.iter().zip(tallies) {
-        let want_tasks = 2 * instances as u64 * ordered.runs;
-        if ordered.tasks != want_tasks {
-            failures.push(format!("{name}: {} tasks placed, want {want_tasks}", ordered.tasks));
-        }
-        check_ran(name, ordered, &mut failures);
-        if ordered.violations != 0 {
-            failures.push(format!(
-                "{name}: {} violations in {} observed messages (of {} sent): a reader saw stale data",
-                ordered.violations, ordered.observed, ordered.sent
-            ));
-        }
-        // Time-sliced PEs: a reader may run after its writer finished and see only the last message.
-        if !sliced && ordered.pct() < MIN_OBSERVED_PCT {
-            failures.push(format!(
-                "{name}: the readers observed {} of {} messages ({:.1} %, want ≥ {MIN_OBSERVED_PCT} %)",
-                ordered.observed,
-                ordered.sent,
-                ordered.pct()
-            ));
-        }
+    for (&(_, name, ctls), (ordered, controls)) in shapes.iter().zip(tallies) {
+        mp_verdict(name, ordered, 2 * instances as u64 * ordered.runs, *sliced, &mut failures);
         println!(
             "  {name} ({}, {PES} PEs, random pairs and cells, seed {}): {} violations in {} observed messages (of \
              {} sent, {:.1} % observed; every one of {} readers and writers reported)",
@@ -603,7 +663,9 @@ pub fn mp(shapes: &[(u32, &str, Ctl)]) -> TestResult {
             ordered.pct(),
             ordered.tasks
         );
-        judge(ctl, control, "messages", &mut failures);
+        for (&ctl, control) in ctls.iter().zip(controls) {
+            judge(ctl, control, "messages", &mut failures);
+        }
     }
     println!("  in {:.1?}", start.elapsed());
     fail_if_any(&failures)
@@ -613,13 +675,13 @@ pub fn mp(shapes: &[(u32, &str, Ctl)]) -> TestResult {
 /// that sees flag = r (`wait_until`, acquire) sees every data word ≥ r.
 /// OpenSHMEM: `fence` orders a PE's puts to the same PE (kernels/src/sync.rs).
 pub fn mp_fence() -> TestResult {
-    mp(&[(MP_FENCE, "MP put_nbi; fence; p", Ctl::MpFence)])
+    mp(&[(MP_FENCE, "MP put_nbi; fence; p", &[Ctl::MpFence])])
 }
 
 /// Data by `put_nbi`, `quiet`, flag by `p`: the data is complete before the
 /// flag is written, so a reader that sees the flag sees the data.
 pub fn mp_quiet() -> TestResult {
-    mp(&[(MP_QUIET, "MP put_nbi; quiet; p", Ctl::MpQuiet)])
+    mp(&[(MP_QUIET, "MP put_nbi; quiet; p", &[Ctl::MpQuiet])])
 }
 
 /// `put_signal` / `put_signal_nbi`, signal SET r or ADD 1 (drawn per
@@ -627,7 +689,7 @@ pub fn mp_quiet() -> TestResult {
 /// data (kernels/src/signal.rs: the signal is a release). Control: `put_nbi`,
 /// then the signal by a plain `p` (SET) or a relaxed `atomic_add` (ADD).
 pub fn mp_put_signal() -> TestResult {
-    mp(&[(MP_SIGNAL, "MP put_signal(_nbi), SET/ADD", Ctl::MpSignal)])
+    mp(&[(MP_SIGNAL, "MP put_signal(_nbi), SET/ADD", &[Ctl::MpSignal])])
 }
 
 /// Data by `put_nbi`, then `signal_op` SET r or ADD 1 (drawn per instance):
@@ -635,7 +697,7 @@ pub fn mp_put_signal() -> TestResult {
 /// `signal_op` releases. Control: the same with `signal_op_relaxed`, which
 /// orders nothing; this is why the default signal stays ordered.
 pub fn mp_signal_op() -> TestResult {
-    mp(&[(MP_SIGNAL_OP, "MP put_nbi; signal_op, SET/ADD", Ctl::MpSignalOp)])
+    mp(&[(MP_SIGNAL_OP, "MP put_nbi; signal_op, SET/ADD", &[Ctl::MpSignalOp])])
 }
 
 /// Atomics against plain puts, both ways, ordered by `fence` (OpenSHMEM:
@@ -644,9 +706,29 @@ pub fn mp_signal_op() -> TestResult {
 /// by `p`, the reader reading the counter with `atomic_fetch`.
 pub fn amo_vs_put() -> TestResult {
     mp(&[
-        (MP_AMO_FLAG, "MP put_nbi; fence; atomic_add flag", Ctl::AmoFlag),
-        (MP_AMO_DATA, "MP atomic_add data; fence; p flag", Ctl::AmoData),
+        (MP_AMO_FLAG, "MP put_nbi; fence; atomic_add flag", &[Ctl::AmoFlag]),
+        (MP_AMO_DATA, "MP atomic_add data; fence; p flag", &[Ctl::AmoData]),
     ])
+}
+
+/// Message passing with the data and the flag on different PEs: writer W
+/// `put_nbi`s the data to PE D, `quiet`, then `p`s the flag to the reader's
+/// PE R (W, D, R three different PEs, drawn per instance); R waits for the
+/// flag (`wait_until`, acquire) and reads the data from D with `g`: every
+/// word must be at least the flag's value. `quiet` completes the put to D
+/// before the flag is written; `MP_QUIET` sends both to one PE, where a
+/// `fence` would do as well, so it cannot tell the two apart.
+///
+/// Controls, both `NotYetShown` (report only; the test passes whatever
+/// they count, the counts are printed): `fence` instead of `quiet`
+/// (OpenSHMEM's `fence` orders puts to one PE only, so the outcome is
+/// allowed) and nothing between. Whether they trip here is open: on this
+/// transport `fence` is a hardware fence of the writing thread
+/// (kernels/src/sync.rs), which orders its stores to every address, so the
+/// fence control may never show a violation on this hardware even though
+/// OpenSHMEM allows one; a zero there says nothing against the test.
+pub fn mp_cross_pe_quiet() -> TestResult {
+    mp(&[(MP_CROSS_QUIET, "MP put_nbi to D; quiet; p flag to R", &[Ctl::CrossFence, Ctl::CrossNothing])])
 }
 
 /// Store-buffering rounds per instance, instances per launch (quick mode: [`scaled`]).

@@ -2,6 +2,8 @@
 //! otherwise reports each as ignored (kind "needs GPU") and prints why — or,
 //! with `GPUSHMEM_REQUIRE_GPU=1` (set by the GPU scripts), fails.
 //! The same binary, built on a CPU machine, runs them on a GPU machine.
+//! The `verdict::…` tests (tests/gpu/verdict.rs) need no GPU and run
+//! everywhere: they feed made-up counts and bytes to the GPU tests' verdicts.
 //!
 //! With `GPUSHMEM_TEST_CHILD=<scenario>` the binary runs one scenario as a
 //! child process instead (process-mode PEs, traps that poison a context).
@@ -37,6 +39,7 @@ mod stress;
 mod sync;
 mod team;
 mod typed;
+mod verdict;
 mod wait;
 
 use common::*;
@@ -170,6 +173,7 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("collective::quick_4pe", 4),
     ("litmus::mp_fence_4pe", 4),
     ("litmus::mp_quiet_4pe", 4),
+    ("litmus::mp_cross_pe_quiet_4pe", 4),
     ("litmus::mp_put_signal_4pe", 4),
     ("litmus::mp_signal_op_4pe", 4),
     ("litmus::amo_vs_put_4pe", 4),
@@ -260,6 +264,7 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("errors::collective_sizes_differ_traps", collective::sizes_differ_traps));
     t.push(test("litmus::mp_fence_4pe", litmus::mp_fence));
     t.push(test("litmus::mp_quiet_4pe", litmus::mp_quiet));
+    t.push(test("litmus::mp_cross_pe_quiet_4pe", litmus::mp_cross_pe_quiet));
     t.push(test("litmus::mp_put_signal_4pe", litmus::mp_put_signal));
     t.push(test("litmus::mp_signal_op_4pe", litmus::mp_signal_op));
     t.push(test("litmus::amo_vs_put_4pe", litmus::amo_vs_put));
@@ -408,5 +413,17 @@ fn main() -> ExitCode {
             trials().into_iter().map(|t| t.with_kind("needs GPU").with_ignored_flag(true)).collect()
         }
     };
+    let mut tests = tests;
+    tests.extend(cpu_trials());
     libtest_mimic::run(&args, tests).exit_code()
+}
+
+/// The CPU tests of the GPU tests' verdicts ([`verdict`]), `verdict::…`:
+/// ordinary tests that run with or without a GPU (not in the process-mode
+/// suite of [`ALL_AS_PROCESSES_VAR`], which holds GPU jobs only).
+fn cpu_trials() -> Vec<Trial> {
+    if all_as_processes() {
+        return Vec::new();
+    }
+    verdict::tests().into_iter().map(|(name, f)| Trial::test(format!("verdict::{name}"), f)).collect()
 }

@@ -57,5 +57,5 @@ pub fn barrier_missing_is_detected() -> TestResult {
 /// in all 14 logged runs), so it could not tell whether `fence` works;
 /// many pairs spread over every SM and L2 slice can.
 pub fn fence_orders_puts() -> TestResult {
-    litmus::mp(&[(litmus::MP_FENCE_P, "MP p x4; fence; p", litmus::Ctl::FencePuts)])
+    litmus::mp(&[(litmus::MP_FENCE_P, "MP p x4; fence; p", &[litmus::Ctl::FencePuts])])
 }

@@ -157,9 +157,10 @@ pub unsafe extern "ptx-kernel" fn coll_misuse(what: u32, team: u32, buf: *mut f3
 /// The `_grid` forms on the world team, every block of a collectively
 /// launched grid calling (tests/gpu/collective.rs `grid_forms`). `n` f32
 /// elements per PE in `src` (symmetric, `n * n_pes` long so alltoall and
-/// reducescatter have their blocks); `out` (symmetric) receives, in order:
-/// broadcast from the last PE (`n`), fcollect of the first `k = n / n_pes`
-/// (`k * n_pes`), alltoall of blocks of `k` (`k * n_pes`), the f32 sum
+/// reducescatter have their blocks); `out` (symmetric) receives, in order,
+/// each result followed by `gap` elements it must leave alone (the host's
+/// guards): broadcast from the last PE (`n`), fcollect of the first `k = n /
+/// n_pes` (`k * n_pes`), alltoall of blocks of `k` (`k * n_pes`), the f32 sum
 /// reduce (`n`), the u32 wrapping-sum reduce of the same bits (`n`), the f32
 /// max reducescatter (`k`). Then a barrier check: each block's thread 0 stores
 /// `round` into its word of the next PE's `marks` (one per block, `p`), all
@@ -172,24 +173,25 @@ pub unsafe extern "ptx-kernel" fn coll_grid_forms(
     src: *const f32,
     out: *mut f32,
     n: u64,
+    gap: u64,
     marks: *mut u32,
     round: u32,
     errors: *mut u32,
 ) {
     let (me, npes) = (shmem::my_pe(), shmem::n_pes());
     let n = n as usize;
-    let k = n / npes as usize;
+    let (k, gap) = (n / npes as usize, gap as usize);
     let mut o = out;
     shmem::broadcast_grid(TEAM_WORLD, o, src, n, npes - 1);
-    o = o.add(n);
+    o = o.add(n + gap);
     shmem::fcollect_grid(TEAM_WORLD, o, src, k);
-    o = o.add(k * npes as usize);
+    o = o.add(k * npes as usize + gap);
     shmem::alltoall_grid(TEAM_WORLD, o, src, k);
-    o = o.add(k * npes as usize);
+    o = o.add(k * npes as usize + gap);
     shmem::reduce_grid(TEAM_WORLD, o, src, n, ReduceOp::Sum);
-    o = o.add(n);
+    o = o.add(n + gap);
     shmem::reduce_grid(TEAM_WORLD, o as *mut u32, src as *const u32, n, ReduceOp::Sum);
-    o = o.add(n);
+    o = o.add(n + gap);
     shmem::reducescatter_grid(TEAM_WORLD, o, src, k, ReduceOp::Max);
     // Barrier check: every block of every PE.
     let b = _block_idx_x() as usize;

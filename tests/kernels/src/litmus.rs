@@ -59,6 +59,10 @@ unsafe fn count(out: *mut u64, violations: u64, observations: u64) {
 /// - `MP_FENCE_P`: data by one `p` per word, `fence`, flag = r by `p`.
 /// - `MP_SIGNAL_OP`: data by `put_nbi`, then `signal_op` SET r / ADD 1
 ///   (variant bit 0); unordered: `signal_op_relaxed`.
+/// - `MP_CROSS_QUIET` / `MP_CROSS_FENCE`: data by `put_nbi` to the PE in the
+///   writer's variant bits (not the reader's), `quiet` / `fence`, flag = r
+///   by `p` to the reader; the reader's peer is the data's PE, and it reads
+///   the data from there with `g`.
 ///
 /// Each round the writer stages the data in its own copy of cell a (the
 /// put's source). Role 2 (reader) waits for the flag to pass the last value
@@ -138,11 +142,13 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
                 }
                 continue;
             }
-            shmem::put_nbi(data, data, CELL, t.peer);
+            let cross = shape == MP_CROSS_QUIET || shape == MP_CROSS_FENCE;
+            let data_pe = if cross { t.var as u32 } else { t.peer };
+            shmem::put_nbi(data, data, CELL, data_pe);
             if ordered {
                 match shape {
-                    MP_FENCE | MP_AMO_FLAG => shmem::fence(),
-                    MP_QUIET => shmem::quiet(),
+                    MP_FENCE | MP_AMO_FLAG | MP_CROSS_FENCE => shmem::fence(),
+                    MP_QUIET | MP_CROSS_QUIET => shmem::quiet(),
                     _ => {}
                 }
             }
@@ -164,6 +170,8 @@ pub unsafe extern "ptx-kernel" fn litmus_mp(
             };
             let ok = if shape == MP_AMO_DATA {
                 shmem::atomic_fetch(data as *const u64, me) >= v
+            } else if shape == MP_CROSS_QUIET || shape == MP_CROSS_FENCE {
+                (0..CELL).all(|w| shmem::g(data.add(w) as *const u64, t.peer) >= v)
             } else {
                 (0..CELL).all(|w| data.add(w).read_volatile() >= v)
             };

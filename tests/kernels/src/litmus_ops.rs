@@ -53,6 +53,12 @@ pub const MP_FENCE_P: u32 = 5;
 /// ADD 1 (set); unordered: `signal_op_relaxed` instead (the relaxed signal
 /// is exactly that: it orders nothing before it).
 pub const MP_SIGNAL_OP: u32 = 6;
+/// Cross-PE message passing: data by `put_nbi` to a third PE (the writer's
+/// variant bits name it; the reader's peer is it), `quiet`, flag by `p` to
+/// the reader; the reader reads the data from the third PE with `g`.
+pub const MP_CROSS_QUIET: u32 = 7;
+/// [`MP_CROSS_QUIET`] with `fence` as the ordering step (ordered) instead of `quiet`.
+pub const MP_CROSS_FENCE: u32 = 8;
 
 /// Orders of the kernel `litmus_get_after_barrier`: what stands between
 /// the writers' puts and the getters' gets.
