@@ -28,9 +28,14 @@ fn overflow(call: &'static str, args: String, why: impl Into<String>) -> Error {
     Error::ArgumentOverflow { call, args, why: why.into() }
 }
 
+/// `a × b` as a `u64`, or `None` where it does not fit.
+fn mul_u64(a: usize, b: usize) -> Option<u64> {
+    u64::try_from(a).ok()?.checked_mul(u64::try_from(b).ok()?)
+}
+
 /// Bytes of `len` elements of `elem_size` bytes, for an allocation by `call`.
 pub fn alloc_bytes(call: &'static str, len: usize, elem_size: usize) -> Result<u64> {
-    (len as u64).checked_mul(elem_size as u64).ok_or_else(|| {
+    mul_u64(len, elem_size).ok_or_else(|| {
         overflow(
             call,
             format!("len {len}, element size {elem_size}"),
@@ -53,7 +58,13 @@ pub fn element_range(call: &'static str, slice_len: usize, elem_size: usize, sta
             why: format!("outside the symmetric slice of {slice_len} elements"),
         });
     }
-    Ok((start * elem_size) as u64)
+    mul_u64(start, elem_size).ok_or_else(|| {
+        overflow(
+            call,
+            format!("start {start}, element size {elem_size}"),
+            "start × element size overflows a 64-bit byte offset",
+        )
+    })
 }
 
 /// A stream-ordered collective (the `*_on_stream` calls), for the arithmetic
@@ -103,18 +114,24 @@ impl Collective {
     /// call takes, `n` for the reductions) elements of `elem_size` bytes on a
     /// team of `n_pes`.
     pub fn sizes(self, elem_size: usize, nelems: usize, n_pes: usize) -> Result<CollectiveSizes> {
-        let blocks = nelems * n_pes;
-        let block_bytes = (nelems * elem_size) as u64;
+        let err = |why: &str| {
+            overflow(self.call(), format!("nelems {nelems}, team of {n_pes} PEs, element size {elem_size}"), why)
+        };
+        let blocks = || nelems.checked_mul(n_pes).ok_or_else(|| err("nelems × team size overflows usize"));
         let (dest_elems, src_elems) = match self {
             Collective::Broadcast | Collective::Allreduce => (nelems, nelems),
-            Collective::Fcollect => (blocks, nelems),
-            Collective::Alltoall => (blocks, blocks),
-            Collective::Reducescatter => (nelems, blocks),
+            Collective::Fcollect => (blocks()?, nelems),
+            Collective::Alltoall => (blocks()?, blocks()?),
+            Collective::Reducescatter => (nelems, blocks()?),
         };
-        let src_bytes = (src_elems * elem_size) as u64;
+        let bytes = |elems: usize| mul_u64(elems, elem_size).ok_or_else(|| err("a byte count overflows u64"));
+        // The larger buffer's bytes bound every other byte count of the call.
+        let (dest_bytes, src_bytes) = (bytes(dest_elems)?, bytes(src_elems)?);
+        let block_bytes = bytes(nelems)?;
         let (kernel_size, grid_bytes) = match self {
             Collective::Broadcast => (block_bytes, block_bytes),
-            Collective::Fcollect | Collective::Alltoall => (block_bytes, block_bytes * n_pes as u64),
+            Collective::Fcollect => (block_bytes, dest_bytes),
+            Collective::Alltoall => (block_bytes, src_bytes),
             Collective::Allreduce | Collective::Reducescatter => (nelems as u64, src_bytes),
         };
         Ok(CollectiveSizes { dest_elems, src_elems, kernel_size, grid_bytes })
@@ -138,8 +155,9 @@ impl Collective {
                 sizes.dest_elems, sizes.src_elems
             )));
         }
-        let size = elem_size as u64;
-        if d < s + sizes.src_elems as u64 * size && s < d + sizes.dest_elems as u64 * size {
+        // Exact ends: a range that would pass the end of the address space still overlaps.
+        let end = |at: u64, elems: usize| at as u128 + elems as u128 * elem_size as u128;
+        if (d as u128) < end(s, sizes.src_elems) && (s as u128) < end(d, sizes.dest_elems) {
             return Err(bad("dest overlaps source".into()));
         }
         Ok(())
@@ -171,38 +189,56 @@ pub fn team_split_strided(
     if parent_size.is_some_and(|n| last.is_none_or(|l| l >= n as usize)) {
         return Err(bad("the last member would be outside the parent team"));
     }
-    Ok((start as u32, stride as u32, size as u32))
+    let stride = if size == 1 { 1 } else { stride };
+    // A member's layout fits (it is inside the parent); one outside the parent must fit too.
+    let fits = last.and_then(|l| u32::try_from(l).ok()).is_some();
+    match (u32::try_from(start), u32::try_from(stride), u32::try_from(size)) {
+        (Ok(a), Ok(b), Ok(c)) if fits => Ok((a, b, c)),
+        _ => Err(overflow(call, args(), "the team's layout does not fit the device's 32-bit PE numbers")),
+    }
 }
 
 /// `team_split_2d(parent, xrange)`: the rows' length, `xrange` clamped to the
 /// parent's `parent_size` members; an [`Error::Config`] for `xrange` 0.
 pub fn team_split_2d(xrange: usize, parent_size: u32) -> Result<u32> {
+    let bad = |why: &str| Error::Config {
+        name: "team_split_2d".into(),
+        value: format!("xrange {xrange} of a team of {parent_size}"),
+        why: why.into(),
+    };
     if xrange == 0 {
-        return Err(Error::Config {
-            name: "team_split_2d".into(),
-            value: "xrange 0".into(),
-            why: "must be at least 1".into(),
-        });
+        return Err(bad("must be at least 1"));
     }
-    Ok((xrange as u32).min(parent_size))
+    if parent_size == 0 {
+        return Err(bad("the parent team has no members"));
+    }
+    // Clamped in `usize`, then narrowed: `parent_size` fits.
+    Ok(xrange.min(parent_size as usize) as u32)
 }
 
 /// Threads per block and blocks of a collective launch's `grid_dim` and
 /// `block_dim` (each `(x, y, z)`), for the co-residency check of `kernel`.
 pub fn launch_shape(kernel: &str, grid_dim: (u32, u32, u32), block_dim: (u32, u32, u32)) -> Result<(u32, u64)> {
-    let _ = kernel;
-    let block = block_dim.0 * block_dim.1 * block_dim.2;
-    let blocks = grid_dim.0 as u64 * grid_dim.1 as u64 * grid_dim.2 as u64;
-    Ok((block, blocks))
+    let block = block_dim.0.checked_mul(block_dim.1).and_then(|x| x.checked_mul(block_dim.2));
+    let blocks = (grid_dim.0 as u64 * grid_dim.1 as u64).checked_mul(grid_dim.2 as u64);
+    match (block, blocks) {
+        (Some(block), Some(blocks)) => Ok((block, blocks)),
+        _ => Err(overflow(
+            "launch_collective",
+            format!("kernel {kernel}, grid_dim {grid_dim:?}, block_dim {block_dim:?}"),
+            "threads per block overflow u32, or blocks overflow u64",
+        )),
+    }
 }
 
 /// Fails unless a job of `n_pes` PEs can run: at least one, at most
 /// [`MAX_PES`] (the PEs a team's sync slot has flags for). `call` names what
 /// asked for the job.
 pub fn job_size(call: &'static str, n_pes: usize) -> Result<()> {
-    let _ = MAX_PES;
     let why = if n_pes == 0 {
         "need at least one PE".to_string()
+    } else if n_pes > MAX_PES as usize {
+        format!("at most {MAX_PES} PEs (gpushmem_kernels::abi::MAX_PES: the flags of a team's sync slot)")
     } else {
         return Ok(());
     };
@@ -212,14 +248,35 @@ pub fn job_size(call: &'static str, n_pes: usize) -> Result<()> {
 /// Fails when a device list ([`crate::Threads::devices`]) is given and empty;
 /// checked before the driver is asked anything.
 pub fn device_list(devices: Option<&[usize]>) -> Result<()> {
-    let _ = devices;
-    Ok(())
+    match devices {
+        Some([]) => Err(Error::Config {
+            name: "Threads::devices".into(),
+            value: "[]".into(),
+            why: "needs at least one GPU ordinal (leave it out for PE k on GPU k % device count)".into(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 /// The GPU ordinal of each of `n_pes` PEs as threads: `devices[pe % len]`, or
-/// `pe % device_count` without a list. Fails as [`device_list`] does, and
-/// when an ordinal is not one of the `device_count` GPUs.
+/// `pe % device_count` without a list. Fails as [`job_size`] and
+/// [`device_list`] do, and when an ordinal is not one of the `device_count` GPUs.
 pub fn pe_devices(n_pes: usize, devices: Option<&[usize]>, device_count: usize) -> Result<Vec<usize>> {
+    job_size("Threads::new", n_pes)?;
     device_list(devices)?;
-    Ok((0..n_pes).map(|pe| devices.map_or(pe % device_count, |d| d[pe % d.len()])).collect())
+    let list: Vec<usize> = match devices {
+        Some(d) => d.to_vec(),
+        None => (0..device_count.min(n_pes)).collect(),
+    };
+    if let Some(&g) = list.iter().find(|&&g| g >= device_count) {
+        return Err(Error::Config {
+            name: "Threads::devices".into(),
+            value: format!("{list:?}"),
+            why: format!("GPU {g} does not exist: this machine has {device_count} GPU(s)"),
+        });
+    }
+    if list.is_empty() {
+        return Err(Error::NoGpu("no GPU to put the PEs on (device count 0)".into()));
+    }
+    Ok((0..n_pes).map(|pe| list[pe % list.len()]).collect())
 }

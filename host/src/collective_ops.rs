@@ -78,7 +78,7 @@ impl Shmem {
     /// `bytes` of data (the same on every member).
     fn collective_on(&self, stream: &CudaStream, name: &str, bytes: u64, args: impl KernelArgs) -> Result<()> {
         let shape = self.collective_shapes.get(self, name)?;
-        let blocks = bytes.div_ceil(BYTES_PER_BLOCK).clamp(1, shape.resident.max(1)) as u32;
+        let blocks = bytes.div_ceil(BYTES_PER_BLOCK).clamp(1, shape.resident.clamp(1, u32::MAX as u64)) as u32;
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (shape.threads, 1, 1), shared_mem_bytes: 0 };
         self.context().bind_to_thread().cuda("cuCtxSetCurrent")?;
         // SAFETY: the arguments match the built-in kernel, checked by the callers below;
@@ -204,6 +204,10 @@ impl Shmem {
     ///   arguments with the next member's and traps, naming both, where they
     ///   differ; without, they are not compared (as in NVSHMEM), and a
     ///   mismatch gives wrong results or a sync that times out.
+    /// - Counts whose totals do not fit (`n × team size` elements, or their
+    ///   bytes, `× size_of::<T>()`, past `usize`/`u64`) are an
+    ///   [`Error::ArgumentOverflow`] naming the call and its arguments
+    ///   ([`crate::args::Collective::sizes`]), and nothing is launched.
     /// - `dest` and `src` need at least the elements the call uses (here `n`
     ///   each; the first `n` are used, the rest untouched) and must not
     ///   overlap; otherwise, or when this PE is not in `team`, an

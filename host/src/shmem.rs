@@ -295,16 +295,24 @@ impl Shmem {
     /// Collective: `len` elements of `T` in the symmetric heap, at the same
     /// offset on every PE (`nvshmem_malloc`); contents undefined. Every PE
     /// checks that all asked for the same size.
+    ///
+    /// # Errors
+    /// [`Error::ArgumentOverflow`] when `len × size_of::<T>()` does not fit a
+    /// 64-bit byte count ([`crate::args::alloc_bytes`]), on every PE (the others
+    /// name the PE that rejected it); [`Error::Mismatch`] when PEs ask for
+    /// different sizes; [`Error::HeapExhausted`] when no free range is large enough.
     pub fn malloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymSlice<T>> {
         self.alloc_raw("malloc", 1, len, std::mem::align_of::<T>() as u64)
     }
 
     /// Collective: as [`Shmem::malloc`], aligned to `align` bytes (a power of two; `nvshmem_align`).
+    /// Errors as [`Shmem::malloc`], and [`Error::Config`] for an `align` that is not a power of two.
     pub fn align<T: bytemuck::Pod>(&self, align: usize, len: usize) -> Result<SymSlice<T>> {
         self.alloc_raw("align", 2, len, align.max(std::mem::align_of::<T>()) as u64)
     }
 
     /// Collective: as [`Shmem::malloc`], zeroed on every PE before any PE returns (`nvshmem_calloc`).
+    /// Errors as [`Shmem::malloc`].
     pub fn calloc<T: bytemuck::Pod>(&self, len: usize) -> Result<SymSlice<T>> {
         let s = self.alloc_raw("calloc", 3, len, std::mem::align_of::<T>() as u64)?;
         self.ctx.bind_to_thread().cuda("cuCtxSetCurrent")?;
@@ -338,6 +346,12 @@ impl Shmem {
     }
 
     /// Copies `data` into elements `start..start + data.len()` of this PE's copy of `s` (blocking).
+    ///
+    /// # Errors
+    /// [`Error::ArgumentOverflow`] when `start + data.len()` or the byte
+    /// offset of `start` overflows; [`Error::Config`] when the range is not
+    /// inside `s` ([`crate::args::element_range`]); [`Error::NotSymmetric`]
+    /// for a slice of another heap.
     pub fn write_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, data: &[T]) -> Result<()> {
         let addr = self.element_range("write_at", s, start, data.len())?;
         // SAFETY: the range was checked to be inside this PE's heap.
@@ -350,6 +364,7 @@ impl Shmem {
     }
 
     /// Copies elements `start..start + len` of this PE's copy of `s` to the host (blocking).
+    /// Errors as [`Shmem::write_at`].
     pub fn read_at<T: bytemuck::Pod>(&self, s: &SymSlice<T>, start: usize, len: usize) -> Result<Vec<T>> {
         let addr = self.element_range("read_at", s, start, len)?;
         let mut out = vec![T::zeroed(); len];
@@ -447,7 +462,9 @@ impl Shmem {
     /// `*_on_stream` collective, runs after it): first checks that the whole grid can be resident at once, with
     /// the GPU split among the PEs that share it, and fails with
     /// [`Error::Launch`] if not (such a kernel would otherwise hang), or if
-    /// `k` was loaded by another `Shmem` (as [`Shmem::launch`]).
+    /// `k` was loaded by another `Shmem` (as [`Shmem::launch`]); a
+    /// `block_dim` whose threads overflow `u32` (or a grid whose blocks
+    /// overflow `u64`) is an [`Error::ArgumentOverflow`] ([`crate::args::launch_shape`]).
     ///
     /// # Safety
     /// As [`Shmem::launch`]; every PE launches its part.

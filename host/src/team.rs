@@ -215,8 +215,15 @@ impl Shmem {
 
     /// Collective over all PEs: the team of `parent`'s members `start`,
     /// `start + stride`, … (`size` of them) (`nvshmem_team_split_strided`). Every PE
-    /// gets the handle; non-members' report `my_pe() == None`. Errors: bad
-    /// range, PEs passing different arguments, no free team slot.
+    /// gets the handle; non-members' report `my_pe() == None`. With
+    /// `size` 1 the stride is unused (the team's stride is 1).
+    ///
+    /// # Errors
+    /// On every PE: [`Error::Config`] for `size` or `stride` 0 or a member
+    /// outside the parent, [`Error::ArgumentOverflow`] for a layout past the
+    /// device's 32-bit PE numbers ([`crate::args::team_split_strided`]),
+    /// [`Error::Mismatch`] when PEs pass different arguments, and
+    /// [`Error::Config`] when no team slot is free.
     pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
         let p = self.check_team(parent, "team_split_strided").and_then(|p| self.engine_can_split(p));
         let local = p.and_then(|p| {
@@ -249,7 +256,11 @@ impl Shmem {
     /// Collective over all PEs: splits `parent` into rows of `xrange`
     /// consecutive members (the x team) and the columns across them (the y
     /// team) (`nvshmem_team_split_2d`); returns (x, y) as this PE sees them.
-    /// `xrange` larger than the parent is clamped to it.
+    /// `xrange` larger than the parent is clamped to it (any `usize`, never truncated).
+    ///
+    /// # Errors
+    /// On every PE: [`Error::Config`] for `xrange` 0 ([`crate::args::team_split_2d`])
+    /// or no free team slots, [`Error::Mismatch`] when PEs pass different arguments.
     pub fn team_split_2d(&self, parent: &Team, xrange: usize) -> Result<(Team, Team)> {
         let local = self
             .check_team(parent, "team_split_2d")

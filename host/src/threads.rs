@@ -32,6 +32,8 @@ impl Threads {
     }
 
     /// GPU ordinal of each PE (index = PE; a shorter list wraps around).
+    /// An empty list, or an ordinal that is not a GPU of this machine, makes
+    /// [`Threads::run`] fail with [`Error::Config`] naming `Threads::devices`.
     pub fn devices(mut self, devices: Vec<usize>) -> Self {
         self.devices = Some(devices);
         self
@@ -41,6 +43,13 @@ impl Threads {
     /// and returns the results in PE order. When one PE fails (error or
     /// panic) the others' bootstrap waits end at once; the error returned is
     /// the first PE's own failure (not the others' "peer failed").
+    ///
+    /// # Errors
+    /// Before the driver is asked anything, [`Error::Config`] for a job of 0
+    /// PEs or of more than [`crate::abi::MAX_PES`], or an empty device list;
+    /// then [`Error::NoGpu`] without a GPU, [`Error::Config`] for a device
+    /// ordinal this machine does not have ([`crate::args::pe_devices`]), and
+    /// the first PE's own error.
     pub fn run<T, F>(self, f: F) -> Result<Vec<T>>
     where
         T: Send,

@@ -48,7 +48,9 @@ impl<T> SymSlice<T> {
 
     /// Bytes it spans.
     pub fn byte_len(&self) -> u64 {
-        (self.len * std::mem::size_of::<T>()) as u64
+        // Exact: only an allocation makes a slice, and its byte count was
+        // checked to fit (`args::alloc_bytes`) before the heap held it.
+        self.len as u64 * std::mem::size_of::<T>() as u64
     }
 
     /// Offset from the heap base (the same on every PE).
