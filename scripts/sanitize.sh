@@ -14,7 +14,10 @@
 #
 #   - every multi-PE test with ONE PROCESS PER PE through gpushmem-run
 #     (GPUSHMEM_TEST_ALL_AS_PROCESSES=1: an `::as_<N>_processes` variant of
-#     every `…_<N>pe` test, plus the process variants the normal suite has);
+#     every `…_<N>pe` test, plus the process variants the normal suite has),
+#     whatever N: stream::collectives_large_3pe and collective::grid_forms_5pe
+#     run as 3 and 5 processes, never as threads (before 2026-12-07 the
+#     threads list skipped only _2pe/_4pe/_8pe, so these two ran as threads too);
 #     compute-sanitizer follows the child processes (its default; a child PE
 #     that traps shows up in the parent's summary:
 #     docs/runs/2026-12-04-sanitizer/childcheck-*.log);
@@ -143,8 +146,12 @@ unit() {
 # each_test N: every (tool, test) as a unit, N at a time, most PEs first.
 each_test() {
   local n=$1 units=() t
-  while read -r t; do units+=("0 threads $t"); done < <(GPUSHMEM_TEST_QUICK=1 ./gpu --list --skip _2pe --skip _4pe \
-    --skip _8pe --skip processes "${own_skips[@]}" | sed -n 's/^\[[^]]*\] //; s/: test$//p'; echo collective::quick_debug_checks_8pe)
+  # PEs as threads: the single-PE tests only. A multi-PE test (`…_<N>pe`,
+  # any N ≥ 2: 3 and 5 too) runs as processes below; the verdict:: tests
+  # need no GPU (CPU CI runs them).
+  while read -r t; do units+=("0 threads $t"); done < <(GPUSHMEM_TEST_QUICK=1 ./gpu --list --skip processes \
+    --skip verdict:: "${own_skips[@]}" | sed -n 's/^\[[^]]*\] //; s/: test$//p' | grep -Ev '_([2-9]|[1-9][0-9]+)pe$'
+    echo collective::quick_debug_checks_8pe)
   while read -r t; do
     units+=("$(echo "$t" | sed -n 's/.*::as_\([0-9]*\)_processes$/\1/p') processes $t")
   done < <(GPUSHMEM_TEST_QUICK=1 GPUSHMEM_TEST_ALL_AS_PROCESSES=1 ./gpu --list | sed -n 's/^\[[^]]*\] //; s/: test$//p')

@@ -35,9 +35,17 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 # The GPU scripts' guard (GPUSHMEM_REQUIRE_GPU=1): with no usable GPU (none here,
-# or hidden by CUDA_VISIBLE_DEVICES=) the GPU suite must fail, not list ignored tests.
-if CUDA_VISIBLE_DEVICES= GPUSHMEM_REQUIRE_GPU=1 cargo test --quiet --test gpu >/dev/null 2>&1; then
+# or hidden by CUDA_VISIBLE_DEVICES=) the GPU suite must fail, not list ignored
+# tests, and fail by the guard: its own message (tests/gpu/main.rs) must be in
+# the output, since any other failure (a build error, a panic) exits non-zero too.
+guard_out=$(CUDA_VISIBLE_DEVICES= GPUSHMEM_REQUIRE_GPU=1 cargo test --quiet --test gpu 2>&1) && guard_rc=0 || guard_rc=$?
+if [ "$guard_rc" -eq 0 ]; then
   echo "test.sh: the GPU suite passed without a GPU although GPUSHMEM_REQUIRE_GPU=1" >&2
+  exit 1
+fi
+if ! grep -q "GPU tests FAILED: GPUSHMEM_REQUIRE_GPU is set, but no GPU can be used" <<<"$guard_out"; then
+  echo "test.sh: the GPU suite without a GPU (GPUSHMEM_REQUIRE_GPU=1) failed, but not by the guard:" >&2
+  tail -20 <<<"$guard_out" >&2
   exit 1
 fi
 # One closing line over every test binary (cargo's last line is the doc-test summary).
