@@ -257,7 +257,8 @@ const fn c(ctl: Ctl, expect: Expect, property: &'static str, variant: &'static s
 /// (made from the logs under docs/runs/ by a script, so no figure is copied
 /// here to go stale); the `NotYetShown` ones never tripped there
 /// (docs/verification.md says why they may never). `CrossFence` and
-/// `CrossNothing` (`mp_cross_pe_quiet`) had no GPU run when they were added.
+/// `CrossNothing` (`mp_cross_pe_quiet`) had no GPU run when they were added;
+/// `CrossFence` is not expected to trip on the native engine (see there).
 pub const CONTROLS: &[Control] = &[
     c(Ctl::MpFence, MustTrip, "fence orders put_nbi before a later p to one PE", "without fence", "fence is needed"),
     c(Ctl::MpQuiet, MustTrip, "quiet completes put_nbi before a later p", "without quiet", "quiet is needed"),
@@ -679,7 +680,9 @@ pub fn mp_fence() -> TestResult {
 }
 
 /// Data by `put_nbi`, `quiet`, flag by `p`: the data is complete before the
-/// flag is written, so a reader that sees the flag sees the data.
+/// flag is written, so a reader that sees the flag sees the data. Both go to
+/// the reader's PE, where `fence` would pass too: [`mp_cross_pe_quiet`]
+/// sends them to different PEs, which only `quiet` covers.
 pub fn mp_quiet() -> TestResult {
     mp(&[(MP_QUIET, "MP put_nbi; quiet; p", &[Ctl::MpQuiet])])
 }
@@ -719,14 +722,20 @@ pub fn amo_vs_put() -> TestResult {
 /// before the flag is written; `MP_QUIET` sends both to one PE, where a
 /// `fence` would do as well, so it cannot tell the two apart.
 ///
-/// Controls, both `NotYetShown` (report only; the test passes whatever
-/// they count, the counts are printed): `fence` instead of `quiet`
-/// (OpenSHMEM's `fence` orders puts to one PE only, so the outcome is
-/// allowed) and nothing between. Whether they trip here is open: on this
-/// transport `fence` is a hardware fence of the writing thread
-/// (kernels/src/sync.rs), which orders its stores to every address, so the
-/// fence control may never show a violation on this hardware even though
-/// OpenSHMEM allows one; a zero there says nothing against the test.
+/// Controls, both `NotYetShown` (report only: the test passes whatever they
+/// count, and prints the counts):
+/// - `fence` instead of `quiet` (`CrossFence`). OpenSHMEM's `fence` orders
+///   puts to one PE only, so a violation is allowed. It is not expected on
+///   this hardware: on the native engine `fence` is `fence.acq_rel` at the
+///   job's scope (kernels/src/engine/native.rs), which by the PTX memory
+///   model orders the thread's earlier stores to every address before its
+///   later ones, so 0 is the likely count on every GPU run; a zero shows
+///   nothing against the test, and the test passes without it. Only a
+///   transport whose `fence` is per destination could trip it.
+/// - nothing between data and flag (`CrossNothing`): whether this test can
+///   see a reordering at all. Not run on a GPU when this was written; once
+///   a GPU run shows it tripping, flip it to `MustTrip` in [`CONTROLS`]
+///   (as `MpQuiet`, its same-PE twin, is).
 pub fn mp_cross_pe_quiet() -> TestResult {
     mp(&[(MP_CROSS_QUIET, "MP put_nbi to D; quiet; p flag to R", &[Ctl::CrossFence, Ctl::CrossNothing])])
 }
