@@ -28,6 +28,7 @@ if [ "${1:-}" = stage ]; then
     rm -rf stage-l4l && mkdir stage-l4l
     cp target/release/gpushmem-perf stage-l4l/ && strip stage-l4l/gpushmem-perf
     cp scripts/like-for-like.sh stage-l4l/run.sh
+    { git rev-parse HEAD; git status --short --untracked-files=no; } > stage-l4l/commit.txt
     du -sh stage-l4l
     exit 0
 fi
@@ -44,17 +45,20 @@ mkdir -p "$O"
 chmod +x "$P"
 T0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$O/gpu.txt" 2>&1
-git -C "$repo" rev-parse HEAD > "$O/commit.txt" 2>/dev/null || true
+cp "$here/commit.txt" "$O/commit.txt" 2>/dev/null || true
 
-# step NAME SECONDS CMD...: runs CMD with a timeout into NAME.log, if the call has time left.
+# step NAME SECONDS CMD...: runs CMD into NAME.log with a timeout of SECONDS, cut to what
+# is left of LIMIT, if at least 15 s are left.
 step() {
-    local name=$1 lim=$2 s
+    local name=$1 lim=$2 s left
     shift 2
     s=$(date +%s)
-    if [ $((s - T0 + 15)) -ge "${LIMIT:-450}" ]; then
+    left=$((${LIMIT:-450} - (s - T0) - 5))
+    if [ "$left" -lt 15 ]; then
         echo "$name skipped (no time left)" >> "$O/times.txt"
         return
     fi
+    [ "$lim" -gt "$left" ] && lim=$left
     timeout "$lim" "$@" > "$O/$name.log" 2>&1
     echo "$name rc=$? $(($(date +%s) - s))s" >> "$O/times.txt"
     [ -n "${OUT:-}" ] && tar -C "$(dirname "$O")" -czf "$OUT/l4l.tgz" "$(basename "$O")"
@@ -66,14 +70,15 @@ step() {
 for r in 1 2; do step pingpong-$r 60 "$P" pingpong --one-pe --csv "$O/pingpong-$r.csv"; done
 # The same modes over 16 placements of the words, each twice (17 0 18 10 13, then again).
 step place 120 "$P" pingpong-placement --modes 17,0,18,10,13,17,0,18,10,13 --csv "$O/place.csv"
-# malloc timed both ways: one PE (NVSHMEM's shape) and 8 PEs.
-step init-1pe 60 "$P" init --one-pe --csv "$O/init-1pe.csv"
-step init-8pe 90 "$P" init --npes 8 --csv "$O/init-8pe.csv"
 # Collectives with the bound from the best large copy of the run (64 MiB per PE as in RESULTS).
 for n in 8 4 2; do step coll-$n 120 "$P" collective --npes $n --coll-max-size 64m --csv "$O/coll-$n.csv"; done
 
-# NVSHMEM's side, once its build is done.
+# NVSHMEM's side, once its build is done. The wall-clock rows (init, malloc) of both sides
+# run only then, so that nvcc does not share the CPU with them.
 while [ ! -f "$O/nvb.done" ] && [ $(($(date +%s) - T0)) -lt $((${LIMIT:-450} - 60)) ]; do sleep 2; done
+# malloc timed both ways: one PE (NVSHMEM's shape) and 8 PEs.
+step init-1pe 60 "$P" init --one-pe --csv "$O/init-1pe.csv"
+step init-8pe 90 "$P" init --npes 8 --csv "$O/init-8pe.csv"
 C=/tmp/nvb/run-nvshmem-perf
 if [ -x "$C" ]; then
     for r in 1 2; do step cpp-pingpong-$r 60 "$C" pingpong --csv "$O/cpp-pingpong-$r.csv"; done
@@ -84,16 +89,17 @@ else
 fi
 
 # Side by side (bench/compare.py; ratio = ours / NVSHMEM).
-cmp() { [ -f "$O/$1" ] && [ -f "$O/$2" ] && python3 "$repo/bench/compare.py" "$O/$1" "$O/$2" --markdown > "$O/$3" 2>&1; }
-cmp pingpong-1.csv cpp-pingpong-1.csv compare-pingpong-1.md
-cmp pingpong-2.csv cpp-pingpong-2.csv compare-pingpong-2.md
-cmp init-1pe.csv cpp-init.csv compare-init-1pe.md
-cmp init-8pe.csv cpp-init.csv compare-init-8pe.md
+side() { [ -f "$O/$1" ] && [ -f "$O/$2" ] && python3 "$repo/bench/compare.py" "$O/$1" "$O/$2" --markdown > "$O/$3" 2>&1; }
+side pingpong-1.csv cpp-pingpong-1.csv compare-pingpong-1.md
+side pingpong-2.csv cpp-pingpong-2.csv compare-pingpong-2.md
+side init-1pe.csv cpp-init.csv compare-init-1pe.md
+side init-8pe.csv cpp-init.csv compare-init-8pe.md
 echo "total $(($(date +%s) - T0))s" >> "$O/times.txt"
 [ -n "${OUT:-}" ] && tar -C "$(dirname "$O")" -czf "$OUT/l4l.tgz" "$(basename "$O")"
 
 # Last, the short table the device tool's reply carries.
 cat "$O/gpu.txt" "$O/times.txt"
 for f in "$O"/compare-pingpong-1.md "$O"/compare-init-1pe.md; do [ -f "$f" ] && grep -E "pingpong|malloc|init" "$f"; done
-grep -h "placement_.*_median" "$O/place.csv" "$O/cpp-place.csv" 2>/dev/null
-grep -h "^bound_memcpy\|^memcpy_dtod\|^allreduce_sum_f32,67108864\|^allreduce_sum_bf16,67108864\|^fcollect,8388608\|^alltoall,8388608" "$O"/coll-*.csv 2>/dev/null
+cd "$O" || exit 0
+grep "placement_.*_median" place.csv cpp-place.csv 2>/dev/null
+grep "^bound_memcpy\|^memcpy_dtod\|^allreduce_sum_f32,67108864\|^allreduce_sum_bf16,67108864\|^fcollect,8388608\|^alltoall,8388608" coll-*.csv 2>/dev/null
