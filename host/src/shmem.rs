@@ -502,7 +502,10 @@ impl Shmem {
     ///
     /// Checked like every collective call: a PE in another collective call
     /// (say `malloc`), or gathering a type of another size, makes every PE
-    /// fail with [`Error::Mismatch`].
+    /// fail with [`Error::Mismatch`]. Between processes one PE's value is at
+    /// most [`crate::bootstrap::socket::MAX_CONTRIBUTION`] bytes (16 MiB): a
+    /// larger one is [`Error::Config`] on that PE and [`Error::PeerFailed`]
+    /// on the others.
     pub fn allgather_host<T: bytemuck::Pod>(&self, value: T) -> Result<Vec<T>> {
         allgather_values(self.bootstrap.as_ref(), value)
     }
