@@ -1170,7 +1170,8 @@ fn grid_want(srcs: &[Vec<f32>], me: usize, len: usize, k: usize) -> Vec<u32> {
     want
 }
 
-/// The guard word at position `i` of the output buffer (never a NaN's or a small value's bits by chance alone).
+/// The guard word at position `i` of the output buffer: a pattern that changes from word to word, so
+/// that neither a result's value nor a shifted copy of the guards matches it by chance.
 fn grid_guard(i: usize) -> u32 {
     0x7FC0_0000 ^ (i as u32).wrapping_mul(0x9E37_79B9) >> 8
 }
