@@ -28,7 +28,7 @@
 
 mod common;
 
-use common::{env, env_with, socket_path, SECRET};
+use common::{env, env_with, serial, socket_path, SECRET};
 use gpushmem::bootstrap::env::LaunchEnv;
 use gpushmem::bootstrap::socket::SocketBootstrap;
 use gpushmem::bootstrap::Bootstrap;
@@ -511,6 +511,66 @@ fn silent_connections_do_not_hold_pe_zero() {
 }
 
 #[test]
+fn many_slow_handshakes_are_all_admitted() {
+    let _serial = serial();
+    // A job of 101 PEs on a loaded machine: PE 0 accepts every connection long
+    // before any PE has answered its challenge. None may be pushed out.
+    let path = socket_path("slow-hellos");
+    let n: u32 = 100;
+    let t = Duration::from_secs(20);
+    let root = connect(env_with(0, n as usize + 1, &path, None), t);
+    wait_listening(&path);
+    let pes: Vec<_> = (1..=n)
+        .map(|rank| {
+            let path = path.clone();
+            std::thread::spawn(move || FakePe::try_join(&path, rank, n as u64 + 1, Duration::from_millis(50)))
+        })
+        .collect();
+    let joined: Vec<Result<FakePe, String>> = pes.into_iter().map(|h| h.join().unwrap()).collect();
+    let failed: Vec<&String> = joined.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert!(failed.is_empty(), "{} of {n} PEs were not admitted, e.g.: {}", failed.len(), failed[0]);
+    match root.join().unwrap() {
+        Ok(b0) => assert_eq!(b0.size(), n as usize + 1),
+        Err(e) => panic!("PE 0: {e}"),
+    }
+}
+
+#[test]
+fn stray_announcing_a_huge_message_before_its_hello_is_turned_away_at_once() {
+    let _serial = serial();
+    // A connection of this user, without the secret, that answers its
+    // challenge with a header of another kind and a huge length, then streams.
+    // PE 0 of a large job must refuse it from the header, storing nothing.
+    for (kind, len) in [(RESULT, 1u64 << 30), (CONTRIB, 16 << 20)] {
+        let path = socket_path("stray-huge");
+        let t = Duration::from_secs(3);
+        let root = connect(env(0, 100, &path), t);
+        let mut stray = connect_retry(&path);
+        let _challenge = read_frame_raw(&mut stray);
+        stray.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+        stray.write_all(&header(kind, 1, 0, len)).unwrap();
+        let t0 = Instant::now();
+        let chunk = vec![0u8; 64 << 10];
+        let mut sent: u64 = 0;
+        // Streams until PE 0 closes the connection, 2 s, or 64 MiB (PE 0 is buffering it).
+        while sent < 64 << 20 && t0.elapsed() < Duration::from_secs(2) {
+            match stray.write(&chunk) {
+                Ok(n) => sent += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        assert!(sent < 4 << 20, "PE 0 took {sent} bytes of a {len}-byte message of kind {kind} before a hello");
+        assert!(t0.elapsed() < Duration::from_secs(2), "PE 0 kept the connection open for {:?}", t0.elapsed());
+        let msg = match root.join().unwrap() {
+            Err(e @ Error::BootstrapTimeout { .. }) => e.to_string(),
+            other => panic!("expected a timeout, got {:?}", other.map(|_| ())),
+        };
+        assert!(msg.contains("refused") && msg.contains("not a gpushmem PE"), "{msg}");
+    }
+}
+
+#[test]
 fn squatted_default_directory_says_what_to_do() {
     need_root();
     // Another user made our default directory first: say what we can do about it.
@@ -604,6 +664,27 @@ fn proof(label: &[u8], root_nonce: &[u8], pe_nonce: &[u8], rank: u64, size: u64)
 struct FakePe(UnixStream);
 
 impl FakePe {
+    /// Joins as PE `rank`, answering the challenge after `delay`; `Err`: why not admitted.
+    fn try_join(path: &Path, rank: u32, size: u64, delay: Duration) -> Result<FakePe, String> {
+        let mut s = connect_retry(path);
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut h = [0u8; 21];
+        s.read_exact(&mut h).map_err(|e| format!("PE {rank}: no challenge: {e}"))?;
+        let mut challenge = vec![0u8; u64::from_le_bytes(h[13..21].try_into().unwrap()).min(64) as usize];
+        s.read_exact(&mut challenge).map_err(|e| format!("PE {rank}: no challenge: {e}"))?;
+        assert_eq!(h[0], CHALLENGE);
+        std::thread::sleep(delay);
+        let mine = [0x17u8; 16];
+        let p = proof(PROOF_HELLO, &challenge[8..], &mine, rank as u64, size);
+        let hello = [&MAGIC.to_le_bytes()[..], &size.to_le_bytes(), &mine, &p].concat();
+        s.write_all(&frame(HELLO, rank, &hello)).map_err(|e| format!("PE {rank}: hello not sent: {e}"))?;
+        s.read_exact(&mut h).map_err(|e| format!("PE {rank}: no answer to its hello: {e}"))?;
+        if h[0] != READY {
+            return Err(format!("PE {rank}: answered with kind {} instead of Ready", h[0]));
+        }
+        Ok(FakePe(s))
+    }
+
     fn join(path: &Path, rank: u32, size: u64) -> FakePe {
         let mut s = connect_retry(path);
         let (kind, _, challenge) = read_frame_raw(&mut s);

@@ -181,9 +181,8 @@ impl LaunchEnv {
         let rank = number(src.rank)?.unwrap_or_default();
         let size = number(src.size)?
             .ok_or_else(|| bad(src.size, "", format!("not set, but {} is: the job's size is unknown", src.rank)))?;
-        if size == 0 {
-            return Err(bad(src.size, "0", "must be > 0".into()));
-        }
+        // Before anything sizes a table by it (PE 0's slot per PE).
+        crate::args::job_size(src.size, size)?;
         if rank >= size {
             return Err(bad(src.rank, &rank.to_string(), format!("must be less than {}={size}", src.size)));
         }
@@ -423,6 +422,14 @@ mod tests {
         remove_launcher_vars(&mut cmd);
         let set: Vec<_> = cmd.get_envs().filter(|(_, v)| v.is_some()).map(|(k, _)| k.to_owned()).collect();
         assert_eq!(set, ["KEEP"]);
+    }
+
+    #[test]
+    fn a_job_size_past_what_a_job_can_have_names_the_variable() {
+        // Checked here, before anything sizes a table by it (PE 0 makes one slot per PE).
+        assert_eq!(config_var(lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "18446744073709551615")])), "PMI_SIZE");
+        let too_many = (gpushmem_kernels::abi::MAX_PES + 1).to_string();
+        assert_eq!(config_var(lookup(&[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", &too_many)])), "GPUSHMEM_SIZE");
     }
 
     #[test]

@@ -83,9 +83,18 @@ const MAX_TEXT: usize = 64 << 10;
 /// bytes that arrived, not with the length a message announced.
 const CHUNK: usize = 64 << 10;
 
-/// Most connections PE 0 handshakes with at once; a newer one pushes out the
-/// oldest (a real PE answers its challenge within microseconds).
+/// Most connections PE 0 handshakes with at once. With this many pending, PE 0
+/// accepts no more: further connections wait in the kernel's queue (their PEs
+/// wait for the challenge until their deadline and a grace) until a pending
+/// one says hello, is refused, or stays silent for [`HELLO_WAIT`]. No pending
+/// connection is ever pushed out for a newer one: on a loaded machine dozens of
+/// real PEs may be pending before one of them has computed its proof.
 const MAX_PENDING: usize = 64;
+
+/// Most payload chunks ([`CHUNK`]) one [`Incoming::advance`] stores before it
+/// returns, so that its caller looks at its deadline between them even while
+/// a sender keeps the connection full.
+const CHUNKS_PER_ADVANCE: usize = 4;
 
 /// Hello payload: magic, job size, the PE's nonce, its proof.
 const HELLO_LEN: usize = 16 + NONCE + PROOF;
@@ -146,6 +155,17 @@ impl Kind {
             Kind::Abort | Kind::Mismatch | Kind::Refused => text,
         }
     }
+
+    /// What PE 0 takes from a connection before it is a PE: its hello only.
+    const BEFORE_HELLO: &'static [Kind] = &[Kind::Hello];
+    /// What a connecting PE takes first: the challenge only.
+    const CHALLENGE: &'static [Kind] = &[Kind::Challenge];
+    /// What a connecting PE takes in answer to its hello (`join`).
+    const AFTER_HELLO: &'static [Kind] = &[Kind::Ready, Kind::Refused, Kind::Abort, Kind::Mismatch, Kind::Timeout];
+    /// What PE 0 takes from a PE in a round (`root_exchange`).
+    const TO_ROOT: &'static [Kind] = &[Kind::Contrib, Kind::Abort];
+    /// What a PE takes from PE 0 in a round (`leaf_exchange`, `leaf_told`).
+    const FROM_ROOT: &'static [Kind] = &[Kind::Result, Kind::Abort, Kind::Timeout, Kind::Mismatch];
 
     fn from_u8(b: u8) -> Option<Kind> {
         [
@@ -224,9 +244,13 @@ impl SocketBootstrap {
     /// [`Error::BootstrapRefused`]. Returns once every PE has connected, or
     /// fails after `timeout` naming the PEs that did not. A path given in
     /// `GPUSHMEM_BOOTSTRAP` whose directory others may write is used, with a
-    /// warning in the log.
+    /// warning in the log. A size of 0 or over [`crate::abi::MAX_PES`], or a
+    /// rank not below the size, is [`Error::Config`] before anything else.
     pub fn connect(env: &LaunchEnv, timeout: Duration) -> Result<SocketBootstrap> {
-        if env.size == 0 || env.rank >= env.size {
+        // A LaunchEnv made by hand, not by `from_lookup`: checked the same way,
+        // before PE 0 makes a slot per PE.
+        crate::args::job_size("LaunchEnv::size", env.size)?;
+        if env.rank >= env.size {
             return Err(Error::Config {
                 name: "LaunchEnv".into(),
                 value: format!("rank {} of {}", env.rank, env.size),
@@ -416,7 +440,7 @@ impl SocketBootstrap {
                     continue;
                 }
                 let pe = st.links[i].pe;
-                let f = match read_frame(&st.links[i].stream, None, deadline, self.size) {
+                let f = match read_frame(&st.links[i].stream, None, deadline, self.size, Kind::TO_ROOT) {
                     Ok(f) => f,
                     Err(stop) => return Err(self.stopped(st, stop, pe, what, round, missing(&slots))),
                 };
@@ -468,7 +492,8 @@ impl SocketBootstrap {
         // PE 0 waits `timeout` from when it joins the round and then reports who
         // was missing; wait a little longer so that its report, naming the PE
         // really at fault, arrives first.
-        let f = match read_frame(&st.links[0].stream, wake, deadline + grace(self.timeout), self.size) {
+        let until = deadline + grace(self.timeout);
+        let f = match read_frame(&st.links[0].stream, wake, until, self.size, Kind::FROM_ROOT) {
             Ok(f) => f,
             Err(stop) => return Err(self.stopped(st, stop, 0, what, round, vec![0])),
         };
@@ -608,10 +633,17 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             .map(|&pe| pollfd(links[pe].as_ref().map_or(-1, |l| l.0.as_raw_fd()), libc::POLLIN))
             .chain(pending.iter().map(|p| pollfd(p.stream.as_raw_fd(), libc::POLLIN)))
             .collect();
-        fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
+        // With MAX_PENDING pending, new connections wait in the kernel's queue:
+        // the listener is not watched (it would wake PE 0 for nothing).
+        if pending.len() < MAX_PENDING {
+            fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
+        }
         let wake_at = pending.iter().map(|p| p.until).fold(deadline, Instant::min);
         if let Err(e) = poll(&mut fds, wake_at) {
-            return Err(io_err("wait for PEs to connect".into(), e));
+            // Tell the PEs connected so far, rather than leave them to their timeout.
+            let why = format!("PE 0 failed waiting for PEs to connect: {e}");
+            let err = io_err("wait for PEs to connect".into(), e);
+            return Err(fail_all(&links, Kind::Abort, 0, why.as_bytes(), err));
         }
         if let Some(i) = fds[..connected.len()].iter().position(|p| p.revents != 0) {
             // Nothing is expected from a connected PE before Ready.
@@ -631,7 +663,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                 break;
             }
             let Pending { stream, hello, .. } = &mut pending[i];
-            let hello = match hello.advance(stream, size) {
+            let hello = match hello.advance(stream, size, Kind::BEFORE_HELLO) {
                 Ok(None) => continue,
                 Ok(Some(f)) => f,
                 Err(Stop::Garbled(detail)) => {
@@ -677,7 +709,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         // A bounded batch per wake-up, and never past the deadline or once every
         // PE is in: a stray connection then neither delays Ready nor counts as a PE.
         for _ in 0..ACCEPTS_PER_WAKE {
-            if joined == size || Instant::now() >= deadline {
+            if joined == size || pending.len() >= MAX_PENDING || Instant::now() >= deadline {
                 break;
             }
             let stream = match listener.accept() {
@@ -691,13 +723,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                 }
             };
             match Pending::challenge(stream, deadline) {
-                Ok(p) => {
-                    if pending.len() == MAX_PENDING {
-                        pending.remove(0);
-                        silent += 1;
-                    }
-                    pending.push(p);
-                }
+                Ok(p) => pending.push(p),
                 Err(Turned::Away(why)) => refused.add(path, why),
                 Err(Turned::Silent(stop)) => log::debug!("PE 0: could not challenge a connection: {stop:?}"),
             }
@@ -835,23 +861,26 @@ fn claim(path: &Path, deadline: Instant) -> Result<()> {
         value: path.display().to_string(),
         why,
     };
-    match dial(path, deadline) {
-        Ok(s) => Err(taken(format!(
-            "another process ({}) is already serving as PE 0 there: two jobs share this path, \
-             or two processes were given rank 0",
-            peer_cred(&s).map_or_else(|e| format!("credentials unknown: {e}"), describe)
-        ))),
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(taken(format!(
-            "a process listens there but accepted no connection before the timeout (the socket file is owned \
-             by {}): another job, or another user's process, holds this path; choose another",
-            owner(path)
-        ))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+    let e = match dial(path, deadline) {
+        Ok(s) => {
+            return Err(taken(format!(
+                "another process ({}) is already serving as PE 0 there: two jobs share this path, \
+                 or two processes were given rank 0",
+                peer_cred(&s).map_or_else(|e| format!("credentials unknown: {e}"), describe)
+            )))
+        }
+        Err(e) => e,
+    };
+    if let Some(why) = held(path, &e) {
+        return Err(taken(format!("{why}: another job, or another user's process, holds this path; choose another")));
+    }
+    match e {
+        e if e.kind() == io::ErrorKind::NotFound => Ok(()),
         // Never delete what is not a socket: the path may be a mistake.
-        Err(_) if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) => {
+        _ if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) => {
             Err(taken("exists and is not a socket".into()))
         }
-        Err(_) => match std::fs::remove_file(path) {
+        _ => match std::fs::remove_file(path) {
             Ok(()) => {
                 log::debug!("PE 0: removed stale socket {}", path.display());
                 Ok(())
@@ -919,6 +948,27 @@ fn check_listener(me: usize, path: &Path, stream: &UnixStream, cred: PeerCred) -
     })
 }
 
+/// Why a failed [`dial`] of `path` (failing with `e`) shows that a process
+/// holds the path, naming the socket file's owner; `None` when it does not (no
+/// file, or a stale one: `ECONNREFUSED`). Two cases: a listener that accepted
+/// nothing until the deadline (`WouldBlock`), and a socket this user may not
+/// connect to (`EACCES`: another user's socket of mode 0600, a live listener
+/// as far as anyone but its owner can tell, and never to be removed as stale).
+fn held(path: &Path, e: &io::Error) -> Option<String> {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => Some(format!(
+            "a process listens there but accepted no connection before the timeout (the socket file is owned by {})",
+            owner(path)
+        )),
+        io::ErrorKind::PermissionDenied => Some(format!(
+            "this user may not connect to the socket there (the socket file is owned by {}; connecting \
+             failed: {e})",
+            owner(path)
+        )),
+        _ => None,
+    }
+}
+
 /// "uid U" of the owner of the file at `path` (not following a link), as
 /// errors name who holds a socket that does not answer.
 fn owner(path: &Path) -> String {
@@ -952,13 +1002,18 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             Ok(s) => break s,
             // A listener that accepted nothing until the deadline.
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let what = format!(
-                    "connect to PE 0 at {} (a process listens there, but accepted no connection: the socket \
-                     file is owned by {})",
-                    path.display(),
-                    owner(path)
-                );
+                let why = held(path, &e).unwrap_or_default();
+                let what = format!("connect to PE 0 at {} ({why})", path.display());
                 return Err(Error::BootstrapTimeout { me, what, timeout, missing: vec![0] });
+            }
+            // Another user's socket: not this job's PE 0, whatever waits there.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                let why = held(path, &e).unwrap_or_default();
+                return Err(Error::BootstrapRefused {
+                    me,
+                    path: path.to_path_buf(),
+                    why: format!("{why}: it is not this job's PE 0, and nothing was sent to it"),
+                });
             }
             // PE 0 is not listening yet (no file, or a stale one).
             Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {
@@ -995,7 +1050,7 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     }
     check_listener(me, path, &stream, cred)?;
     let what = "connect (waiting for PE 0's challenge)";
-    let challenge = read_frame(&stream, None, deadline + grace(timeout), env.size)
+    let challenge = read_frame(&stream, None, deadline + grace(timeout), env.size, Kind::CHALLENGE)
         .map_err(|stop| join_stopped(me, what, timeout, stop))?;
     let theirs = match challenge.payload.split_at_checked(8) {
         Some((magic, nonce))
@@ -1022,7 +1077,7 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let hello = [&MAGIC.to_le_bytes()[..], &(env.size as u64).to_le_bytes(), &mine, &proof].concat();
     let reply = match write_frame(&stream, Kind::Hello, me, 0, &hello, None, deadline) {
         // PE 0 may have answered before closing: read it.
-        Ok(()) | Err(Stop::Closed) => read_frame(&stream, None, deadline + grace(timeout), env.size),
+        Ok(()) | Err(Stop::Closed) => read_frame(&stream, None, deadline + grace(timeout), env.size, Kind::AFTER_HELLO),
         Err(stop) => Err(stop),
     };
     let what = "connect (waiting for PE 0 to report that every PE connected)";
@@ -1229,26 +1284,33 @@ fn write_frame(
     send_all(s, &buf, wake, deadline)
 }
 
-/// Reads one message from `s` (of a job of `size` PEs), waiting until
-/// `deadline`; data already there is taken even after a wake-up.
+/// Reads one message of one of the kinds `allowed` from `s` (of a job of
+/// `size` PEs), waiting until `deadline`; data already there is taken even
+/// after a wake-up. A message of another kind is [`Stop::Garbled`] from its
+/// header alone; one still arriving at `deadline` is [`Stop::TimedOut`].
 fn read_frame(
     s: &UnixStream,
     wake: Option<&OwnedFd>,
     deadline: Instant,
     size: usize,
+    allowed: &[Kind],
 ) -> std::result::Result<Frame, Stop> {
     let mut incoming = Incoming::default();
     loop {
-        if let Some(f) = incoming.advance(s, size)? {
+        if let Some(f) = incoming.advance(s, size, allowed)? {
             return Ok(f);
+        }
+        // A sender that keeps the connection full never lets `wait` wait.
+        if Instant::now() >= deadline {
+            return Err(Stop::TimedOut);
         }
         wait(s.as_raw_fd(), libc::POLLIN, wake, deadline)?;
     }
 }
 
 /// A message read as its bytes arrive: its header, then its payload, stored
-/// [`CHUNK`] by [`CHUNK`] once its length is known to be within what its kind
-/// can need ([`Kind::max_payload`]).
+/// [`CHUNK`] by [`CHUNK`] once its kind is known to be one the reader expects
+/// and its length within what that kind can need ([`Kind::max_payload`]).
 #[derive(Default)]
 struct Incoming {
     head: [u8; HEADER],
@@ -1260,8 +1322,12 @@ struct Incoming {
 }
 
 impl Incoming {
-    /// Takes what has arrived on `s` without waiting; the message once it is whole.
-    fn advance(&mut self, s: &UnixStream, size: usize) -> std::result::Result<Option<Frame>, Stop> {
+    /// Takes what has arrived on `s` without waiting, at most
+    /// [`CHUNKS_PER_ADVANCE`] chunks of payload per call; the message once it
+    /// is whole. A kind not in `allowed`, or a length over what the kind can
+    /// need in a job of `size` PEs, is [`Stop::Garbled`] from the header
+    /// alone, before any payload byte is stored.
+    fn advance(&mut self, s: &UnixStream, size: usize, allowed: &[Kind]) -> std::result::Result<Option<Frame>, Stop> {
         while self.got < HEADER {
             match recv_some(s, &mut self.head[self.got..])? {
                 Some(n) => self.got += n,
@@ -1274,6 +1340,9 @@ impl Incoming {
                 let h = &self.head;
                 let kind =
                     Kind::from_u8(h[0]).ok_or_else(|| Stop::Garbled(format!("unknown message kind {}", h[0])))?;
+                if !allowed.contains(&kind) {
+                    return Err(Stop::Garbled(format!("a {kind:?} message where only {allowed:?} may come")));
+                }
                 let from = u32::from_le_bytes([h[1], h[2], h[3], h[4]]) as usize;
                 let round = u64::from_le_bytes(h[5..13].try_into().unwrap_or_default());
                 let len = u64::from_le_bytes(h[13..21].try_into().unwrap_or_default());
@@ -1290,7 +1359,10 @@ impl Incoming {
                 (kind, from, round, len)
             }
         };
-        while self.payload.len() < len {
+        for _ in 0..CHUNKS_PER_ADVANCE {
+            if self.payload.len() == len {
+                break;
+            }
             let start = self.payload.len();
             self.payload.resize(start + (len - start).min(CHUNK), 0);
             let got = recv_some(s, &mut self.payload[start..]);
@@ -1298,6 +1370,9 @@ impl Incoming {
             if got?.is_none() {
                 return Ok(None);
             }
+        }
+        if self.payload.len() < len {
+            return Ok(None);
         }
         Ok(Some(Frame { kind, from, round, payload: std::mem::take(&mut self.payload) }))
     }
@@ -1426,19 +1501,41 @@ mod tests {
         let mut incoming = Incoming::default();
         for (i, byte) in bytes.iter().enumerate() {
             send_all(&a, &[*byte], None, far).unwrap();
-            let f = incoming.advance(&b, 4).unwrap();
+            let f = incoming.advance(&b, 4, Kind::TO_ROOT).unwrap();
             assert_eq!(f.is_some(), i + 1 == bytes.len(), "after byte {i}");
             if let Some(f) = f {
                 assert_eq!((f.kind, f.from, f.round, &f.payload[..]), (Kind::Contrib, 3, 7, &b"hello"[..]));
             }
         }
         // A length over the kind's cap is refused from the header alone.
+        let all = [
+            Kind::Hello,
+            Kind::Ready,
+            Kind::Contrib,
+            Kind::Result,
+            Kind::Abort,
+            Kind::Timeout,
+            Kind::Mismatch,
+            Kind::Challenge,
+            Kind::Refused,
+        ];
         for (kind, len) in [(Kind::Contrib, MAX_CONTRIBUTION as u64 + 1), (Kind::Ready, 33), (Kind::Abort, u64::MAX)] {
             write_header(&a, kind, len);
-            match read_frame(&b, None, far, 4) {
+            match read_frame(&b, None, far, 4, &all) {
                 Err(Stop::Garbled(d)) => assert!(d.contains(&len.to_string()) && d.contains("at most"), "{d}"),
                 other => panic!("{kind:?} of {len} bytes: {:?}", other.map(|f| f.kind)),
             }
+        }
+        // A kind the reader does not expect there is refused from the header
+        // alone, however short: before its hello, a connection may send only a hello.
+        for kind in [Kind::Result, Kind::Contrib, Kind::Abort] {
+            write_header(&a, kind, 1 << 30);
+            let mut incoming = Incoming::default();
+            match incoming.advance(&b, 100, Kind::BEFORE_HELLO) {
+                Err(Stop::Garbled(d)) => assert!(d.contains(&format!("a {kind:?} message where only [Hello]")), "{d}"),
+                other => panic!("{kind:?} before a hello: {:?}", other.map(|f| f.map(|f| f.kind))),
+            }
+            assert!(incoming.payload.capacity() == 0, "{kind:?}: payload stored");
         }
         // A Result may be as long as every PE's contribution together.
         let most = Kind::Result.max_payload(4);

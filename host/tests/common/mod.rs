@@ -5,6 +5,7 @@ use gpushmem::bootstrap::auth::Secret;
 use gpushmem::bootstrap::env::LaunchEnv;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 /// The secret of the tests' jobs unless a test says otherwise.
 pub const SECRET: &str = "test-secret-0123456789abcdef";
@@ -34,4 +35,13 @@ pub fn env_with(rank: usize, size: usize, path: &Path, secret: Option<&str>) -> 
 /// PE `rank` of a `size`-PE job meeting at `path`, with the tests' secret.
 pub fn env(rank: usize, size: usize, path: &Path) -> LaunchEnv {
     env_with(rank, size, path, Some(SECRET))
+}
+
+/// Held by every test of a binary that forks a child, floods a socket or
+/// asserts how long something took: such tests run one at a time, so that
+/// none eats the CPU another one's timing depends on (CI has 2 cores).
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    // A failed test poisons the lock; the next one need not fail too.
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
