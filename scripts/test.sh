@@ -29,6 +29,8 @@ for k in tests/kernels examples/*-kernels host/builtin bench/kernels; do
 done
 # The device API's rustdoc (nvptx64), checked to show the device functions.
 bash scripts/doc.sh
+# docs/verification.md's litmus table is what the committed logs give.
+python3 scripts/litmus-table.py --check
 # The host crates' rustdoc: no broken or private links.
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p gpushmem -p gpushmem-build
 log=$(mktemp)

@@ -6,7 +6,11 @@ use std::time::Duration;
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Everything that can go wrong on the host, with the context to act on it.
+///
+/// `#[non_exhaustive]`: new causes get their own variant (as
+/// [`Error::ArgumentOverflow`] did), so a `match` needs a `_` arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// No CUDA driver library could be loaded, or it reports no GPU.
     #[error("no CUDA driver/GPU found: {0}")]

@@ -219,10 +219,13 @@ impl Shmem {
     /// `size` 1 the stride is unused (the team's stride is 1).
     ///
     /// # Errors
-    /// On every PE: [`Error::Config`] for `size` or `stride` 0 or a member
-    /// outside the parent, [`Error::ArgumentOverflow`] for a layout past the
-    /// device's 32-bit PE numbers ([`crate::args::team_split_strided`]),
-    /// [`Error::Mismatch`] when PEs pass different arguments, and
+    /// Every PE fails together. The parent's members check the layout
+    /// ([`crate::args::team_split_strided`]): [`Error::Config`] for `size` or
+    /// `stride` 0 or a member outside the parent, [`Error::ArgumentOverflow`]
+    /// for a layout past the device's 32-bit PE numbers; a PE whose own check
+    /// passed (or a non-member, which does not check the range) gets
+    /// [`Error::Mismatch`] naming the PE that rejected its arguments.
+    /// [`Error::Mismatch`] also when PEs pass different arguments, and
     /// [`Error::Config`] when no team slot is free.
     pub fn team_split_strided(&self, parent: &Team, start: usize, stride: usize, size: usize) -> Result<Team> {
         let p = self.check_team(parent, "team_split_strided").and_then(|p| self.engine_can_split(p));
@@ -259,8 +262,11 @@ impl Shmem {
     /// `xrange` larger than the parent is clamped to it (any `usize`, never truncated).
     ///
     /// # Errors
-    /// On every PE: [`Error::Config`] for `xrange` 0 ([`crate::args::team_split_2d`])
-    /// or no free team slots, [`Error::Mismatch`] when PEs pass different arguments.
+    /// Every PE fails together: [`Error::Config`] for `xrange` 0
+    /// ([`crate::args::team_split_2d`]) on the PEs that checked it, and
+    /// [`Error::Mismatch`] naming the rejecting PE on the others;
+    /// [`Error::Mismatch`] when PEs pass different arguments; [`Error::Config`]
+    /// when no team slot is free.
     pub fn team_split_2d(&self, parent: &Team, xrange: usize) -> Result<(Team, Team)> {
         let local = self
             .check_team(parent, "team_split_2d")
