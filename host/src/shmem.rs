@@ -1,7 +1,8 @@
 //! [`Shmem`]: one PE's handle on the job — heap, peers, modules, launches.
 
 use crate::args;
-use crate::bootstrap::{env::LaunchEnv, socket::SocketBootstrap, threads::ThreadsBootstrap, Bootstrap};
+use crate::bootstrap::socket::{SocketBootstrap, MAX_CONTRIBUTION};
+use crate::bootstrap::{env::LaunchEnv, threads::ThreadsBootstrap, Bootstrap};
 use crate::error::CudaContext as _;
 use crate::heap::{Heap, SymSlice};
 use crate::launch::{check_co_resident, co_resident_blocks, launch_on, KernelArgs};
@@ -493,6 +494,13 @@ impl Shmem {
         self.agree("barrier_all", &[])
     }
 
+    /// Largest value (`size_of::<T>()`, in bytes) that
+    /// [`Shmem::allgather_host`] carries between processes: the socket
+    /// bootstrap's per-PE [`MAX_CONTRIBUTION`] less the 24 bytes that travel
+    /// with the value so that every PE can check the call (a verdict, the
+    /// call's name and the value's size). 16 MiB − 24 = 16 777 192 bytes.
+    pub const MAX_HOST_VALUE: usize = MAX_CONTRIBUTION - agree_overhead(ALLGATHER_HOST, 1);
+
     /// Collective, host only: every PE's `value`, in PE order (PE `i`'s at
     /// index `i`); for gathering small per-PE results (a time, a verdict) on
     /// the host. It goes over the bootstrap, not the GPU: it neither waits
@@ -502,10 +510,9 @@ impl Shmem {
     ///
     /// Checked like every collective call: a PE in another collective call
     /// (say `malloc`), or gathering a type of another size, makes every PE
-    /// fail with [`Error::Mismatch`]. Between processes one PE's value is at
-    /// most [`crate::bootstrap::socket::MAX_CONTRIBUTION`] bytes (16 MiB): a
-    /// larger one is [`Error::Config`] on that PE and [`Error::PeerFailed`]
-    /// on the others.
+    /// fail with [`Error::Mismatch`]. Between processes a value is at most
+    /// [`Shmem::MAX_HOST_VALUE`] bytes (16 MiB less 24): a larger one is
+    /// [`Error::Config`] on that PE and [`Error::PeerFailed`] on the others.
     pub fn allgather_host<T: bytemuck::Pod>(&self, value: T) -> Result<Vec<T>> {
         allgather_values(self.bootstrap.as_ref(), value)
     }
@@ -564,6 +571,18 @@ fn make_state(boot: &dyn Bootstrap, config: &Config, heap: &Heap, peers: &PeerMa
     }
 }
 
+/// Bytes [`agree_exchange`] sends before the payload of `call` with `n_args`
+/// arguments: a verdict, the name's length, the name (at most 255 bytes) and
+/// 8 bytes per argument.
+pub(crate) const fn agree_overhead(call: &str, n_args: usize) -> usize {
+    let name = if call.len() < 255 { call.len() } else { 255 };
+    2 + name + 8 * n_args
+}
+
+/// The collective call's name [`Shmem::allgather_host`] sends (with one
+/// argument, the value's size: see [`Shmem::MAX_HOST_VALUE`]).
+const ALLGATHER_HOST: &str = "allgather_host";
+
 /// [`Shmem::agree_checked`] over `boot`, that also exchanges `payload`: once
 /// every PE is known to be in the same collective call with the same
 /// arguments, returns every PE's payload in PE order.
@@ -577,11 +596,13 @@ pub(crate) fn agree_exchange(
     let me = boot.rank();
     // [verdict][name length][name][args][payload]: the name catches PEs that are
     // in different collective calls (one in malloc, another in barrier_all).
-    let mut mine: Vec<u8> = vec![local.is_ok() as u8, call.len().min(255) as u8];
+    let mut mine: Vec<u8> = Vec::with_capacity(agree_overhead(call, args.len()) + payload.len());
+    mine.extend([local.is_ok() as u8, call.len().min(255) as u8]);
     mine.extend(&call.as_bytes()[..call.len().min(255)]);
     let head = mine.len();
     mine.extend(args.iter().flat_map(|a| a.1.to_le_bytes()));
     let tail = head + 8 * args.len();
+    debug_assert_eq!(tail, agree_overhead(call, args.len()));
     mine.extend(payload);
     let all = boot.allgather(&mine)?;
     let name_of = |b: &[u8]| -> String {
@@ -647,7 +668,7 @@ fn value_from<T: bytemuck::Pod>(me: usize, call: &'static str, pe: usize, bytes:
 
 /// [`Shmem::allgather_host`] over `boot`.
 pub(crate) fn allgather_values<T: bytemuck::Pod>(boot: &dyn Bootstrap, value: T) -> Result<Vec<T>> {
-    let call = "allgather_host";
+    let call = ALLGATHER_HOST;
     let size = std::mem::size_of::<T>() as u64;
     let all = agree_exchange(boot, call, &[("value size in bytes", size)], Ok(()), bytemuck::bytes_of(&value))?;
     all.iter().enumerate().map(|(pe, b)| value_from(boot.rank(), call, pe, b)).collect()

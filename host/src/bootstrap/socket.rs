@@ -19,16 +19,19 @@
 //! 3. PE 0's "every PE connected" carries its own proof, which the PE checks:
 //!    neither end takes the other's word without the secret.
 //!
-//! PE 0 handshakes with every connection at once: a connection that stays
-//! silent holds only itself (for a few seconds at most), and PE 0's timeout
-//! error counts such connections. PE 0's socket file has mode 0600 from its
+//! PE 0 handshakes with up to 64 connections at once: a
+//! connection that stays silent holds only itself (for a few seconds at most),
+//! and PE 0's timeout error counts such connections. Past that many, further
+//! connections wait in the kernel's queue; none is pushed out. PE 0's socket file has mode 0600 from its
 //! creation. Every connect has a deadline: a listener that never accepts
 //! (another user's, with a full queue) fails the PE at its timeout, naming the
 //! path and the socket file's owner.
 //!
-//! Every message is bounded by what the protocol can need for its kind (see
-//! [`MAX_CONTRIBUTION`]) before a byte of it is stored, and its payload is
-//! stored as it arrives: a length that lies costs nothing. A longer message
+//! Every message must be of a kind that can come at that point (before its
+//! hello, a connection may send only a hello) and is bounded by what the
+//! protocol can need for its kind (see [`MAX_CONTRIBUTION`]), both checked
+//! from its header before a byte of it is stored; its payload is stored as it
+//! arrives, a few chunks per read: a length that lies costs nothing. A longer message
 //! is a protocol error of that connection (turned away while connecting; the
 //! job's error naming that PE once it is one).
 //!
@@ -1541,6 +1544,45 @@ mod tests {
         let most = Kind::Result.max_payload(4);
         assert_eq!(most, 8 + 4 * (8 + MAX_CONTRIBUTION as u64));
         assert_eq!(Kind::Result.max_payload(usize::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn allgather_host_carries_max_host_value_bytes_between_processes() {
+        // What `allgather_host` sends for a value of `n` bytes, over a 2-PE socket bootstrap.
+        let path = std::env::temp_dir().join(format!("gpushmem-socket-unit-max-{}.sock", std::process::id()));
+        let env = |rank| LaunchEnv {
+            rank,
+            size: 2,
+            local_rank: rank,
+            local_size: 2,
+            device: None,
+            rendezvous: path.clone(),
+            private_dir: None,
+            secret: None,
+            source: "test",
+        };
+        let t = Duration::from_secs(10);
+        let e0 = env(0);
+        let root = std::thread::spawn(move || SocketBootstrap::connect(&e0, t).unwrap());
+        let b1 = SocketBootstrap::connect(&env(1), t).unwrap();
+        let b0 = root.join().unwrap();
+        let send = |b: &SocketBootstrap, n: usize| {
+            let args = [("value size in bytes", n as u64)];
+            crate::shmem::agree_exchange(b, "allgather_host", &args, Ok(()), &vec![7u8; n]).map(|all| all.len())
+        };
+        let most = crate::Shmem::MAX_HOST_VALUE;
+        assert_eq!(most, MAX_CONTRIBUTION - 24);
+        std::thread::scope(|s| {
+            let h = s.spawn(|| send(&b0, most));
+            assert_eq!(send(&b1, most).unwrap(), 2);
+            assert_eq!(h.join().unwrap().unwrap(), 2);
+            let h = s.spawn(|| send(&b0, most));
+            match send(&b1, most + 1) {
+                Err(Error::Config { why, .. }) => assert!(why.contains("at most 16777216 bytes"), "{why}"),
+                other => panic!("one byte over: expected a Config error, got {other:?}"),
+            }
+            assert!(matches!(h.join().unwrap(), Err(Error::PeerFailed { peer: 1, .. })));
+        });
     }
 
     /// Sends the header of a `kind` message announcing `len` payload bytes, and no payload.
