@@ -256,9 +256,10 @@ const fn c(ctl: Ctl, expect: Expect, property: &'static str, variant: &'static s
 /// control showed in the logged GPU runs: the table of docs/verification.md
 /// (made from the logs under docs/runs/ by a script, so no figure is copied
 /// here to go stale); the `NotYetShown` ones never tripped there
-/// (docs/verification.md says why they may never). `CrossFence` and
-/// `CrossNothing` (`mp_cross_pe_quiet`) had no GPU run when they were added;
-/// `CrossFence` is not expected to trip on the native engine (see there).
+/// (docs/verification.md says why they may never). `CrossNothing` tripped in
+/// its first GPU runs (H100, 2026-12-07: 17 violations in one run, twice) and is
+/// `MustTrip`; `CrossFence` showed 0 in 64 runs there, as expected on the
+/// native engine (see [`mp_cross_pe_quiet`]).
 pub const CONTROLS: &[Control] = &[
     c(Ctl::MpFence, MustTrip, "fence orders put_nbi before a later p to one PE", "without fence", "fence is needed"),
     c(Ctl::MpQuiet, MustTrip, "quiet completes put_nbi before a later p", "without quiet", "quiet is needed"),
@@ -335,7 +336,7 @@ pub const CONTROLS: &[Control] = &[
     ),
     c(
         Ctl::CrossNothing,
-        NotYetShown,
+        MustTrip,
         "the cross-PE message-passing test sees the flag pass the data",
         "nothing between data and flag",
         "an ordering call is needed between puts to different PEs",
@@ -722,8 +723,7 @@ pub fn amo_vs_put() -> TestResult {
 /// before the flag is written; `MP_QUIET` sends both to one PE, where a
 /// `fence` would do as well, so it cannot tell the two apart.
 ///
-/// Controls, both `NotYetShown` (report only: the test passes whatever they
-/// count, and prints the counts):
+/// Controls:
 /// - `fence` instead of `quiet` (`CrossFence`). OpenSHMEM's `fence` orders
 ///   puts to one PE only, so a violation is allowed. It is not expected on
 ///   this hardware: on the native engine `fence` is `fence.acq_rel` at the
@@ -732,10 +732,10 @@ pub fn amo_vs_put() -> TestResult {
 ///   later ones, so 0 is the likely count on every GPU run; a zero shows
 ///   nothing against the test, and the test passes without it. Only a
 ///   transport whose `fence` is per destination could trip it.
-/// - nothing between data and flag (`CrossNothing`): whether this test can
-///   see a reordering at all. Not run on a GPU when this was written; once
-///   a GPU run shows it tripping, flip it to `MustTrip` in [`CONTROLS`]
-///   (as `MpQuiet`, its same-PE twin, is).
+///   `NotYetShown` (report only): 0 in 64 runs on an H100 (2026-12-07).
+/// - nothing between data and flag (`CrossNothing`), `MustTrip`: the test
+///   sees a reordering at all (17 violations in one run on an H100,
+///   2026-12-07, in each of two suite runs).
 pub fn mp_cross_pe_quiet() -> TestResult {
     mp(&[(MP_CROSS_QUIET, "MP put_nbi to D; quiet; p flag to R", &[Ctl::CrossFence, Ctl::CrossNothing])])
 }

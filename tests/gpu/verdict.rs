@@ -151,6 +151,7 @@ fn must_trip_declarations() -> TestResult {
         Ctl::FencePuts,
         Ctl::SbNothing,
         Ctl::GetNoBarrier,
+        Ctl::CrossNothing,
     ];
     let got: Vec<Ctl> = must_trip().map(|c| c.ctl).collect();
     ensure(got == want, || format!("MustTrip controls {got:?}, want {want:?}"))

@@ -170,20 +170,21 @@ impl Kind {
     /// What a PE takes from PE 0 in a round (`leaf_exchange`, `leaf_told`).
     const FROM_ROOT: &'static [Kind] = &[Kind::Result, Kind::Abort, Kind::Timeout, Kind::Mismatch];
 
+    /// Every kind of message.
+    const ALL: [Kind; 9] = [
+        Kind::Hello,
+        Kind::Ready,
+        Kind::Contrib,
+        Kind::Result,
+        Kind::Abort,
+        Kind::Timeout,
+        Kind::Mismatch,
+        Kind::Challenge,
+        Kind::Refused,
+    ];
+
     fn from_u8(b: u8) -> Option<Kind> {
-        [
-            Kind::Hello,
-            Kind::Ready,
-            Kind::Contrib,
-            Kind::Result,
-            Kind::Abort,
-            Kind::Timeout,
-            Kind::Mismatch,
-            Kind::Challenge,
-            Kind::Refused,
-        ]
-        .into_iter()
-        .find(|k| *k as u8 == b)
+        Kind::ALL.into_iter().find(|k| *k as u8 == b)
     }
 }
 
@@ -1511,17 +1512,7 @@ mod tests {
             }
         }
         // A length over the kind's cap is refused from the header alone.
-        let all = [
-            Kind::Hello,
-            Kind::Ready,
-            Kind::Contrib,
-            Kind::Result,
-            Kind::Abort,
-            Kind::Timeout,
-            Kind::Mismatch,
-            Kind::Challenge,
-            Kind::Refused,
-        ];
+        let all = Kind::ALL;
         for (kind, len) in [(Kind::Contrib, MAX_CONTRIBUTION as u64 + 1), (Kind::Ready, 33), (Kind::Abort, u64::MAX)] {
             write_header(&a, kind, len);
             match read_frame(&b, None, far, 4, &all) {
