@@ -458,17 +458,17 @@ unsafe fn report_pending<T: AtomicWord>(
     // SAFETY: `i < n`, within `status` (this fn's contract).
     let i = (0..n).find(|&i| unsafe { !excluded(status, i) }).unwrap_or(0);
     // SAFETY: `i < n` (`n >= 1` for the fallback 0): element `i` of `ivars` and `v` is valid.
-    unsafe {
-        timed_out(
-            what,
-            t,
-            ivars.add(i) as u64,
-            cmp_cstr(cmp),
-            wide(v.at(i)),
-            wide(T::load(ivars.add(i))),
-            is_signed::<T>(),
-        )
-    }
+    unsafe { timed_out_at(what, t, ivars, i, cmp, v) }
+}
+
+/// The timeout message of a multi-word wait, for element `i`.
+///
+/// # Safety
+/// Element `i` of `ivars` is valid symmetric memory of this PE, and `i` is within `v`.
+unsafe fn timed_out_at<T: AtomicWord>(what: &CStr, t: u64, ivars: *const T, i: usize, cmp: Cmp, v: Values<T>) -> ! {
+    // SAFETY: element `i` of `ivars` is valid and `i` is within `v` (this fn's contract).
+    let (addr, value, seen) = unsafe { (ivars.add(i), v.at(i), T::load(ivars.add(i))) };
+    timed_out(what, t, addr as u64, cmp_cstr(cmp), wide(value), wide(seen), is_signed::<T>())
 }
 
 /// Waits until every eligible element's condition holds, then acquires.
@@ -483,15 +483,7 @@ unsafe fn wait_all<T: AtomicWord>(what: &CStr, ivars: *const T, n: usize, status
         spin(
             || first_pending(ivars, n, status, cmp, v).is_none().then_some(()),
             |t| match first_pending(ivars, n, status, cmp, v) {
-                Some(i) => timed_out(
-                    what,
-                    t,
-                    ivars.add(i) as u64,
-                    cmp_cstr(cmp),
-                    wide(v.at(i)),
-                    wide(T::load(ivars.add(i))),
-                    is_signed::<T>(),
-                ),
+                Some(i) => timed_out_at(what, t, ivars, i, cmp, v),
                 None => report_pending(what, t, ivars, n, status, cmp, v),
             },
         )
