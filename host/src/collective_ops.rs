@@ -77,6 +77,7 @@ impl Shmem {
     /// Launches built-in collective `name` on `stream` with a grid sized for
     /// `bytes` of data (the same on every member).
     fn collective_on(&self, stream: &CudaStream, name: &str, bytes: u64, args: impl KernelArgs) -> Result<()> {
+        self.check_reach_all()?;
         let shape = self.collective_shapes.get(self, name)?;
         let blocks = bytes.div_ceil(BYTES_PER_BLOCK).clamp(1, shape.resident.clamp(1, u32::MAX as u64)) as u32;
         let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (shape.threads, 1, 1), shared_mem_bytes: 0 };

@@ -1,6 +1,7 @@
 //! [`Shmem`]: one PE's handle on the job — heap, peers, modules, launches.
 
 use crate::args;
+use crate::bootstrap::node::{census, Nodes};
 use crate::bootstrap::socket::{SocketBootstrap, MAX_CONTRIBUTION};
 use crate::bootstrap::{env::LaunchEnv, threads::ThreadsBootstrap, Bootstrap};
 use crate::error::CudaContext as _;
@@ -33,6 +34,8 @@ pub struct Shmem {
     pub(crate) collective_shapes: crate::collective_ops::CollectiveShapes,
     device: usize,
     pes_on_device: usize,
+    /// Which node each PE runs on (the census at init).
+    nodes: Nodes,
     pub(crate) teams: TeamTable,
     // Drop order matters: peers (unmapped) before heap (freed) before the context.
     peers: PeerMap,
@@ -59,22 +62,13 @@ impl Shmem {
         crate::logging::init();
         match LaunchEnv::from_env()? {
             Some(env) => {
-                log::debug!(
-                    "PE {}/{}: joining through {} at {}",
-                    env.rank,
-                    env.size,
-                    env.source,
-                    env.rendezvous.display()
-                );
+                log::debug!("PE {}/{}: joining through {} at {}", env.rank, env.size, env.source, env.rendezvous);
                 let boot = SocketBootstrap::connect(&env, config.bootstrap_timeout)?;
-                let device = env.device;
-                let local = env.local_rank;
-                let single_node = env.local_size == env.size;
-                Self::init_with(Box::new(boot), config, device, local, single_node)
+                Self::init_with(Box::new(boot), config, env.device, env.local_rank)
             }
             None => {
                 let boot = ThreadsBootstrap::group(1, config.bootstrap_timeout).remove(0);
-                Self::init_with(Box::new(boot), config, None, 0, true)
+                Self::init_with(Box::new(boot), config, None, 0)
             }
         }
     }
@@ -87,10 +81,9 @@ impl Shmem {
         config: Config,
         device: Option<usize>,
         local_rank: usize,
-        single_node: bool,
     ) -> Result<Shmem> {
         let owner = Owner::new(bootstrap.rank());
-        match Self::setup(owner, bootstrap.as_ref(), &config, device, local_rank, single_node) {
+        match Self::setup(owner, bootstrap.as_ref(), &config, device, local_rank) {
             Ok(p) => {
                 let pes_on_device = p.peers.pes_on_device(bootstrap.rank());
                 let s = Shmem {
@@ -100,6 +93,7 @@ impl Shmem {
                     collective_shapes: Default::default(),
                     device: p.device,
                     pes_on_device,
+                    nodes: p.nodes,
                     teams: p.teams,
                     peers: p.peers,
                     heap: p.heap,
@@ -135,7 +129,6 @@ impl Shmem {
         config: &Config,
         device: Option<usize>,
         local_rank: usize,
-        single_node: bool,
     ) -> Result<Parts> {
         let me = boot.rank();
         args::job_size("init", boot.size())?;
@@ -143,6 +136,11 @@ impl Shmem {
         // argument comparison (debug checks) waits for every member's arguments.
         let checks = [("GPUSHMEM_DEBUG_CHECKS", config.debug_checks as u64)];
         agree_exchange(boot, "init", &checks, Ok(()), &[])?;
+        // Before any GPU work: a job the engine cannot run fails alike on every PE.
+        let nodes = census(boot)?;
+        if config.engine == Engine::Native {
+            nodes.check_native()?;
+        }
         let n_dev = driver::device_count()?;
         let device = device.unwrap_or(local_rank % n_dev);
         if device >= n_dev {
@@ -156,7 +154,7 @@ impl Shmem {
         let stream = ctx.new_stream().cuda("cuStreamCreate")?;
         let nvshmem = match config.engine {
             Engine::Native => None,
-            Engine::Nvshmem => Some(Arc::new(Runtime::init(boot, &ctx, config.heap_size, single_node)?)),
+            Engine::Nvshmem => Some(Arc::new(Runtime::init(boot, &ctx, config.heap_size, nodes.count() == 1)?)),
         };
         let heap = match &nvshmem {
             None => Heap::new(&ctx, config.heap_size, stream.cu_stream())?,
@@ -179,7 +177,7 @@ impl Shmem {
         )?;
         boot.barrier()?;
         log::trace!("PE {me}: init complete");
-        Ok(Parts { ctx, stream, heap, nvshmem, peers, teams, device, builtin })
+        Ok(Parts { ctx, stream, heap, nvshmem, peers, teams, device, builtin, nodes })
     }
 
     /// This PE's number (`nvshmem_my_pe`).
@@ -262,7 +260,38 @@ impl Shmem {
     pub(crate) fn peer_address(&self, addr: u64, len: u64, pe: usize) -> Result<u64> {
         self.check_pe(pe)?;
         self.heap.check_range(addr, len)?;
+        self.check_reach(pe)?;
         Ok(self.peers.bases[pe] + (addr - self.heap.base))
+    }
+
+    /// [`Error::Engine`] unless this PE's loads and stores reach `pe`'s heap:
+    /// on the NVSHMEM engine a PE of another node is reached only through
+    /// NVSHMEM's device calls, never by the host's stream-ordered operations.
+    fn check_reach(&self, pe: usize) -> Result<()> {
+        if self.peers.bases[pe] != 0 {
+            return Ok(());
+        }
+        let node = self.nodes.names.get(self.nodes.of_pe[pe]).map_or("?", String::as_str);
+        Err(Error::Engine {
+            why: format!(
+                "PE {pe} is on another node ({node}; this job spans {} nodes): the stream-ordered operations \
+                 reach peers by loads and stores, on one node only; across nodes use the device API in your \
+                 kernels (NVSHMEM's transports carry it)",
+                self.nodes.count()
+            ),
+        })
+    }
+
+    /// [`Shmem::check_reach`] for every PE: for the stream-ordered operations
+    /// that touch every PE's heap (barrier, collectives).
+    pub(crate) fn check_reach_all(&self) -> Result<()> {
+        (0..self.n_pes()).try_for_each(|pe| self.check_reach(pe))
+    }
+
+    /// Which node each PE runs on, as the census at init found it (host name
+    /// and boot id). The native engine runs only jobs of one node.
+    pub fn nodes(&self) -> &Nodes {
+        &self.nodes
     }
 
     /// Each PE's heap base in this PE's address space (index = PE).
@@ -545,6 +574,7 @@ struct Parts {
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     device: usize,
+    nodes: Nodes,
 }
 
 /// The built-in kernels' PTX (host/builtin, built by host/build.rs); public for tools that check PTX.

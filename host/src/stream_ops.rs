@@ -244,6 +244,7 @@ impl Shmem {
     /// completes earlier operations, then waits for every PE to reach it. Every
     /// PE must enqueue it, and at most one barrier per PE may run at a time.
     pub fn barrier_all_on_stream(&self, stream: &CudaStream) -> Result<()> {
+        self.check_reach_all()?;
         self.builtin_on(stream, "gpushmem_barrier_all", ())
     }
 }

@@ -88,7 +88,7 @@ impl Threads {
                         .spawn_scoped(scope, move || {
                             let guard = boot.clone();
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                let shmem = Shmem::init_with(Box::new(boot), config, Some(device), pe, true)?;
+                                let shmem = Shmem::init_with(Box::new(boot), config, Some(device), pe)?;
                                 let out = f(&shmem);
                                 if out.is_err() {
                                     // Others may wait in a collective for us: release them now.

@@ -121,7 +121,7 @@ fn default_rendezvous_is_a_private_directory() {
     };
     let (e0, e1) = (get(0), get(1));
     let dir = e0.private_dir.clone().unwrap();
-    assert_eq!(e0.rendezvous, dir.join("pmix-job-a.sock"));
+    assert_eq!(e0.rendezvous.unix_path(), Some(dir.join("pmix-job-a.sock").as_path()));
     let t = Duration::from_secs(10);
     let (h0, h1) = (connect(e0, t), connect(e1, t));
     let (b0, b1) = (h0.join().unwrap().unwrap(), h1.join().unwrap().unwrap());
@@ -171,7 +171,7 @@ fn squatter_of_another_user_at_the_default_path() {
     };
     let e1 = vars(1);
     let dir = e1.private_dir.clone().unwrap();
-    let squatter = Squatter::listen(&e1.rendezvous, Some(&dir));
+    let squatter = Squatter::listen(e1.rendezvous.unix_path().unwrap(), Some(&dir));
     assert_eq!(squatter.status, 0, "the squatter could not listen");
     for rank in [1, 0] {
         match SocketBootstrap::connect(&vars(rank), Duration::from_secs(5)) {
@@ -650,7 +650,7 @@ fn squatted_default_directory_says_what_to_do() {
     let e1 = LaunchEnv::from_lookup(|k| vars.iter().find(|v| v.0 == k).map(|v| v.1.clone())).unwrap().unwrap();
     let dir = e1.private_dir.clone().unwrap();
     assert!(dir.starts_with(&tmp), "{}", dir.display());
-    let squatter = Squatter::listen(&e1.rendezvous, Some(&dir));
+    let squatter = Squatter::listen(e1.rendezvous.unix_path().unwrap(), Some(&dir));
     assert_eq!(squatter.status, 0, "the squatter could not listen");
     let msg = match SocketBootstrap::connect(&e1, Duration::from_secs(2)) {
         Err(e @ Error::BootstrapRefused { .. }) => e.to_string(),

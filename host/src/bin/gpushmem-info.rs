@@ -1,9 +1,20 @@
 //! gpushmem-info: what this machine offers gpushmem — the kernel toolchain
 //! (rustup components, ptxas), the GPUs and their pairwise peer access, the
-//! settings the environment selects and the launcher variables it sees.
-//! Works without a GPU (says so) and exits 0 unless a setting is invalid.
+//! settings the environment selects and the launcher variables it sees, with
+//! the rendezvous a launch would use. Works without a GPU (says so) and exits
+//! 0 unless a setting is invalid.
+//!
+//! Started as every rank of a launch (under `gpushmem-run`, `srun`, `mpirun`),
+//! `--join` meets the other ranks through the bootstrap alone (no GPU needed)
+//! and prints one line per PE: where they met, the nodes they span, which
+//! engine can run such a job. `--init` goes on as far as `Shmem::init`.
 
+use clap::Parser;
+use gpushmem::bootstrap::address::Rendezvous;
 use gpushmem::bootstrap::env::LaunchEnv;
+use gpushmem::bootstrap::node::census;
+use gpushmem::bootstrap::socket::SocketBootstrap;
+use gpushmem::bootstrap::Bootstrap;
 use gpushmem::cudarc::driver::{result, sys};
 use gpushmem::Config;
 use std::process::ExitCode;
@@ -113,12 +124,17 @@ fn settings() -> Result<(), gpushmem::Error> {
             e.local_rank,
             e.local_size,
             e.device,
-            e.rendezvous.display(),
-            if e.private_dir.is_some() { " (private directory)" } else { " (GPUSHMEM_BOOTSTRAP)" },
-            if e.secret.is_some() {
-                "set"
-            } else {
-                "not set: any process of this user can join (set GPUSHMEM_BOOTSTRAP_SECRET)"
+            e.rendezvous,
+            match (&e.rendezvous, e.private_dir.is_some()) {
+                (Rendezvous::Tcp { .. }, _) => " (TCP: PEs on any node meet there)",
+                (_, true) => " (Unix socket in a private directory: PEs of this node only)",
+                _ => " (Unix socket from GPUSHMEM_BOOTSTRAP: PEs of this node only)",
+            },
+            match (&e.secret, e.rendezvous.is_tcp()) {
+                (Some(_), _) => "set",
+                (None, true) =>
+                    "NOT SET: a TCP rendezvous refuses to start without one (set GPUSHMEM_BOOTSTRAP_SECRET)",
+                (None, false) => "not set: any process of this user can join (set GPUSHMEM_BOOTSTRAP_SECRET)",
             }
         ),
         None => println!(
@@ -128,7 +144,80 @@ fn settings() -> Result<(), gpushmem::Error> {
     Ok(())
 }
 
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpushmem-info",
+    about = "What this machine offers gpushmem; with --join or --init, run as every rank of a launch, whether \
+             that launch can start a job."
+)]
+struct Options {
+    /// Join the job this process was launched in through the bootstrap only
+    /// (no GPU needed) and print one line per PE: where the PEs met, the nodes
+    /// they span, whether the native engine can run it
+    #[arg(long, conflicts_with = "init")]
+    join: bool,
+    /// Start a PE as a program would (`Shmem::init`, with the engine and
+    /// settings of the environment) and print one line per PE, or the error
+    #[arg(long)]
+    init: bool,
+}
+
+/// `--join`: the bootstrap and the node census, as `Shmem::init` starts.
+fn join() -> Result<String, gpushmem::Error> {
+    let config = Config::from_env()?;
+    let Some(env) = LaunchEnv::from_env()? else {
+        return Ok("no launcher variables: a job of one PE, nothing to join".into());
+    };
+    let boot = SocketBootstrap::connect(&env, config.bootstrap_timeout)?;
+    let nodes = census(&boot)?;
+    boot.barrier()?;
+    let native = match nodes.check_native() {
+        Ok(()) => "native engine: can run it".to_string(),
+        Err(e) => format!("native engine: refuses it ({e})"),
+    };
+    Ok(format!(
+        "PE {} of {}: joined at {} (launcher: {}); {} node(s): {}; {native}",
+        boot.rank(),
+        boot.size(),
+        env.rendezvous,
+        env.source,
+        nodes.count(),
+        nodes.describe()
+    ))
+}
+
+/// `--init`: `Shmem::init`, as a program starts.
+fn init() -> Result<String, gpushmem::Error> {
+    let s = gpushmem::Shmem::init()?;
+    let line = format!(
+        "PE {} of {}: Shmem::init ok on device {} ({:?} engine); {} node(s): {}",
+        s.my_pe(),
+        s.n_pes(),
+        s.device(),
+        s.config().engine,
+        s.nodes().count(),
+        s.nodes().describe()
+    );
+    s.finalize()?;
+    Ok(line)
+}
+
 fn main() -> ExitCode {
+    let opts = Options::parse();
+    if opts.join || opts.init {
+        let (what, r) = if opts.join { ("--join", join()) } else { ("--init", init()) };
+        return match r {
+            Ok(line) => {
+                println!("{line}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                println!("gpushmem-info {what}: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     println!("gpushmem {}", env!("CARGO_PKG_VERSION"));
     toolchain();
     gpus();

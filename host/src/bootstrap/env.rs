@@ -46,6 +46,7 @@
 //!
 //! The socket is node-local: a job whose ranks span nodes cannot meet this way.
 
+use super::address::{derived_port, slurm_first_host, Rendezvous, PORT_VAR};
 use super::auth::{Secret, MIN_SECRET_LEN, SECRET_VAR};
 use super::rendezvous::default_dir;
 use crate::{Error, Result};
@@ -65,8 +66,9 @@ pub struct LaunchEnv {
     /// GPU ordinal to use (`GPUSHMEM_DEVICE`); `None`: the caller picks, e.g.
     /// `local_rank` modulo the number of GPUs.
     pub device: Option<usize>,
-    /// Unix socket path where PE 0 listens and the other PEs connect.
-    pub rendezvous: PathBuf,
+    /// Where PE 0 listens and the other PEs connect: a Unix socket path (one
+    /// node) or a TCP address (any nodes); see the [module docs](self).
+    pub rendezvous: Rendezvous,
     /// The directory holding a default `rendezvous` path, which every PE creates
     /// (mode 0700) and checks to be private before use; `None` for a path given
     /// in `GPUSHMEM_BOOTSTRAP`, used as it is.
@@ -142,6 +144,7 @@ pub const LAUNCHER_VARS: &[&str] = &[
     "SLURM_LOCALID",
     "SLURM_NTASKS_PER_NODE",
     "GPUSHMEM_BOOTSTRAP",
+    PORT_VAR,
     SECRET_VAR,
     "GPUSHMEM_DEVICE",
 ];
@@ -202,13 +205,16 @@ impl LaunchEnv {
         }
         let device = number("GPUSHMEM_DEVICE")?;
         let (rendezvous, private_dir) = match get("GPUSHMEM_BOOTSTRAP") {
-            Some(p) => (PathBuf::from(p), None),
-            None => {
-                let dir = default_dir(&get);
-                let path = default_rendezvous(&dir, &job_key(&get, src.name == "Slurm"));
-                let dir = path.parent().map(Path::to_path_buf);
-                (path, dir)
-            }
+            Some(v) => (Rendezvous::parse(&v)?, None),
+            None => match spans_nodes(&get, src, size, local_size)? {
+                Some(why) => (slurm_rendezvous(&get, src).ok_or_else(|| needs_address(&why))??, None),
+                None => {
+                    let dir = default_dir(&get);
+                    let path = default_rendezvous(&dir, &job_key(&get, src.name == "Slurm"));
+                    let dir = path.parent().map(Path::to_path_buf);
+                    (Rendezvous::Unix(path), dir)
+                }
+            },
         };
         let secret = match get(SECRET_VAR) {
             None => None,
@@ -223,6 +229,72 @@ impl LaunchEnv {
         let source = src.name;
         Ok(Some(LaunchEnv { rank, size, local_rank, local_size, device, rendezvous, private_dir, secret, source }))
     }
+}
+
+/// Why the launcher's variables say this job spans nodes (`None`: one node).
+/// Its local size below its size says so for every launcher; under Slurm, so
+/// does a step of more than one node (`SLURM_STEP_NUM_NODES`, else
+/// `SLURM_NNODES`), which also holds when the nodes run different numbers of
+/// tasks and the local size is unknown.
+fn spans_nodes(
+    get: &impl Fn(&str) -> Option<String>,
+    src: &Source,
+    size: usize,
+    local: usize,
+) -> Result<Option<String>> {
+    if local < size {
+        return Ok(Some(format!("{}={local} of {}={size} PEs are on this node", src.local_size, src.size)));
+    }
+    if src.name != "Slurm" {
+        return Ok(None);
+    }
+    for var in ["SLURM_STEP_NUM_NODES", "SLURM_NNODES"] {
+        if let Some(v) = get(var) {
+            let n = v.trim().parse::<usize>().map_err(|_| bad(var, &v, "expected a number of nodes".into()))?;
+            return Ok((n > 1).then(|| format!("{var}={n}")));
+        }
+    }
+    Ok(None)
+}
+
+/// The TCP rendezvous of a Slurm step: the first node of the step's node list
+/// (`SLURM_STEP_NODELIST`, else `SLURM_JOB_NODELIST`), where task 0 runs, at
+/// `GPUSHMEM_BOOTSTRAP_PORT` or a port derived from the job and step ids
+/// ([`derived_port`]). `None` when the ranks do not come from Slurm's variables
+/// (an `mpirun` inside an allocation may place rank 0 anywhere) or no node list is set.
+fn slurm_rendezvous(get: &impl Fn(&str) -> Option<String>, src: &Source) -> Option<Result<Rendezvous>> {
+    if src.name != "Slurm" {
+        return None;
+    }
+    let (var, list) = ["SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"].into_iter().find_map(|v| get(v).map(|l| (v, l)))?;
+    let Some(host) = slurm_first_host(&list) else {
+        return Some(Err(bad(var, &list, "not a Slurm host list (expected e.g. node[01-04],gpu7)".into())));
+    };
+    let port = match get(PORT_VAR) {
+        Some(p) => match p.trim().parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => return Some(Err(bad(PORT_VAR, &p, "expected a TCP port (1-65535)".into()))),
+        },
+        None => {
+            let job = get("SLURM_JOB_ID").unwrap_or_default();
+            derived_port(&job, &get("SLURM_STEP_ID").or_else(|| get("SLURM_STEPID")).unwrap_or_default())
+        }
+    };
+    Some(Ok(Rendezvous::Tcp { host, port }))
+}
+
+/// The error of a job that spans nodes (`why`) with no TCP address to meet at.
+fn needs_address(why: &str) -> Error {
+    bad(
+        "GPUSHMEM_BOOTSTRAP",
+        "",
+        format!(
+            "not set, and this job spans nodes ({why}): PEs on different nodes cannot meet at a socket \
+             of one node. Set GPUSHMEM_BOOTSTRAP=tcp://HOST:PORT for every rank, HOST being the node rank 0 \
+             runs on and PORT a free port there (with GPUSHMEM_BOOTSTRAP_SECRET), e.g. \
+             mpirun -x GPUSHMEM_BOOTSTRAP=tcp://$(hostname):29500 -x GPUSHMEM_BOOTSTRAP_SECRET …"
+        ),
+    )
 }
 
 fn bad(name: &str, value: &str, why: String) -> Error {
@@ -314,7 +386,7 @@ mod tests {
                 local_rank: 2,
                 local_size: 4,
                 device: Some(3),
-                rendezvous: "/tmp/x/bootstrap.sock".into(),
+                rendezvous: Rendezvous::Unix("/tmp/x/bootstrap.sock".into()),
                 private_dir: None,
                 secret: None,
                 source: "gpushmem-run",
@@ -327,8 +399,8 @@ mod tests {
         let e = lookup(&[
             ("OMPI_COMM_WORLD_RANK", "5"),
             ("OMPI_COMM_WORLD_SIZE", "8"),
-            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
-            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "5"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "8"),
             ("OMPI_MCA_ess_base_jobid", "12345"),
             ("SLURM_JOB_ID", "77"),
             // Set but unusable (not absolute): no runtime directory, whatever this machine has.
@@ -336,14 +408,14 @@ mod tests {
         ])
         .unwrap()
         .unwrap();
-        assert_eq!((e.rank, e.size, e.local_rank, e.local_size, e.device), (5, 8, 1, 4, None));
+        assert_eq!((e.rank, e.size, e.local_rank, e.local_size, e.device), (5, 8, 5, 8, None));
         assert_eq!(e.source, "Open MPI");
         // Open MPI's own job id wins over an enclosing Slurm allocation's.
-        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        let name = e.rendezvous.unix_path().unwrap().file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, "ompi-12345.sock");
         // In this user's private directory (no TMPDIR nor usable XDG_RUNTIME_DIR in this lookup).
         let dir = PathBuf::from(format!("/tmp/gpushmem-{}", super::super::rendezvous::my_euid()));
-        assert_eq!(e.rendezvous.parent(), Some(dir.as_path()));
+        assert_eq!(e.rendezvous.unix_path().unwrap().parent(), Some(dir.as_path()));
         assert_eq!(e.private_dir, Some(dir));
 
         let e = lookup(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("GPUSHMEM_DEVICE", "0")]).unwrap().unwrap();
@@ -352,8 +424,31 @@ mod tests {
         // No job id at all: the parent process id.
         // SAFETY: getppid has no preconditions and cannot fail.
         let ppid = unsafe { libc::getppid() };
-        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        let name = e.rendezvous.unix_path().unwrap().file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, format!("ppid-{ppid}.sock"));
+    }
+
+    #[test]
+    fn a_job_across_nodes_meets_over_tcp_or_says_how() {
+        let two_nodes = [
+            ("OMPI_COMM_WORLD_RANK", "5"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+        ];
+        // Open MPI does not say where rank 0 runs: an error naming what to set, never a wait.
+        let e = lookup(&two_nodes).unwrap_err().to_string();
+        assert!(e.contains("spans nodes") && e.contains("OMPI_COMM_WORLD_LOCAL_SIZE=4"), "{e}");
+        assert!(e.contains("GPUSHMEM_BOOTSTRAP=tcp://"), "{e}");
+        let e = lookup(&[&two_nodes[..], &[("GPUSHMEM_BOOTSTRAP", "tcp://n1:29500")]].concat()).unwrap().unwrap();
+        assert_eq!(e.rendezvous, Rendezvous::Tcp { host: "n1".into(), port: 29500 });
+        assert_eq!(
+            config_var(lookup(&[&two_nodes[..], &[("GPUSHMEM_BOOTSTRAP", "tcp://n1")]].concat())),
+            "GPUSHMEM_BOOTSTRAP"
+        );
+        // A one-node job may meet over TCP too, if asked to.
+        let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("GPUSHMEM_BOOTSTRAP", "tcp://127.0.0.1:1234")]);
+        assert!(e.unwrap().unwrap().rendezvous.is_tcp());
     }
 
     #[test]
@@ -366,17 +461,32 @@ mod tests {
             ("SLURM_STEP_ID", "2"),
             ("PMIX_NAMESPACE", "ignored-for-slurm"),
         ];
-        let e = lookup(&[&base[..], &[("SLURM_NTASKS_PER_NODE", "2")]].concat()).unwrap().unwrap();
-        assert_eq!((e.rank, e.size, e.local_rank, e.local_size), (3, 4, 1, 2));
+        let e = lookup(&[&base[..], &[("SLURM_NTASKS_PER_NODE", "4"), ("SLURM_STEP_NUM_NODES", "1")]].concat())
+            .unwrap()
+            .unwrap();
+        assert_eq!((e.rank, e.size, e.local_rank, e.local_size), (3, 4, 1, 4));
         assert_eq!(e.source, "Slurm");
-        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        let name = e.rendezvous.unix_path().unwrap().file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, "slurm-991.2.sock");
-        // Uneven nodes: Slurm writes a pattern, and only the job size is known.
-        let e = lookup(&[&base[..], &[("SLURM_NTASKS_PER_NODE", "2(x2)")]].concat()).unwrap().unwrap();
-        assert_eq!(e.local_size, 4);
+        // Two nodes: TCP at the step's first node, on the port derived from the job and step.
+        let two = [("SLURM_NTASKS_PER_NODE", "2"), ("SLURM_STEP_NODELIST", "gpu[07-08]")];
+        let e = lookup(&[&base[..], &two].concat()).unwrap().unwrap();
+        assert_eq!((e.local_size, e.private_dir.as_deref()), (2, None));
+        let port = crate::bootstrap::address::derived_port("991", "2");
+        assert_eq!(e.rendezvous, Rendezvous::Tcp { host: "gpu07".into(), port });
+        let e = lookup(&[&base[..], &two, &[(PORT_VAR, "29500")]].concat()).unwrap().unwrap();
+        assert_eq!(e.rendezvous.to_string(), "tcp://gpu07:29500");
+        // Uneven nodes: Slurm writes a pattern, and only the job size is known; the node count tells.
+        let uneven = [("SLURM_NTASKS_PER_NODE", "2(x2)"), ("SLURM_NNODES", "2"), ("SLURM_JOB_NODELIST", "a,b")];
+        let e = lookup(&[&base[..], &uneven].concat()).unwrap().unwrap();
+        assert_eq!((e.local_size, e.rendezvous.to_string().starts_with("tcp://a:")), (4, true));
+        // Two nodes and no node list: an error saying what to set.
+        let e = lookup(&[&base[..], &[("SLURM_STEP_NUM_NODES", "2")]].concat()).unwrap_err().to_string();
+        assert!(e.contains("GPUSHMEM_BOOTSTRAP") && e.contains("SLURM_STEP_NUM_NODES=2"), "{e}");
+        assert_eq!(config_var(lookup(&[&base[..], &two, &[(PORT_VAR, "0")]].concat())), PORT_VAR);
         // An explicit path wins for every source.
         let e = lookup(&[&base[..], &[("GPUSHMEM_BOOTSTRAP", "/run/me.sock")]].concat()).unwrap().unwrap();
-        assert_eq!(e.rendezvous, PathBuf::from("/run/me.sock"));
+        assert_eq!(e.rendezvous, Rendezvous::Unix("/run/me.sock".into()));
         assert_eq!(e.private_dir, None);
     }
 
@@ -384,18 +494,18 @@ mod tests {
     fn long_keys_are_hashed_and_odd_characters_replaced() {
         let e =
             lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", "prterun-host/1@2")]).unwrap().unwrap();
-        let name = e.rendezvous.file_name().unwrap().to_str().unwrap().to_string();
+        let name = e.rendezvous.unix_path().unwrap().file_name().unwrap().to_str().unwrap().to_string();
         assert_eq!(name, "pmix-prterun-host_1_2.sock");
         let long = "n".repeat(300);
         let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("PMIX_NAMESPACE", &long)]).unwrap().unwrap();
-        assert!(e.rendezvous.as_os_str().len() <= MAX_SOCKET_PATH, "{:?}", e.rendezvous);
+        assert!(e.rendezvous.unix_path().unwrap().as_os_str().len() <= MAX_SOCKET_PATH, "{:?}", e.rendezvous);
         let again = lookup(&[("PMI_RANK", "1"), ("PMI_SIZE", "2"), ("PMIX_NAMESPACE", &long)]).unwrap().unwrap();
         assert_eq!(e.rendezvous, again.rendezvous);
         // TMPDIR too long for a socket address: /tmp instead.
         let tmp = format!("/{}", "t".repeat(120));
         let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "1"), ("TMPDIR", &tmp)]).unwrap().unwrap();
-        assert!(e.rendezvous.to_str().unwrap().starts_with("/tmp/gpushmem-"), "{:?}", e.rendezvous);
-        assert_eq!(e.private_dir.as_deref(), e.rendezvous.parent());
+        assert!(e.rendezvous.to_string().starts_with("/tmp/gpushmem-"), "{:?}", e.rendezvous);
+        assert_eq!(e.private_dir.as_deref(), e.rendezvous.unix_path().unwrap().parent());
     }
 
     #[test]

@@ -16,11 +16,16 @@
 //! included, and its error names the PEs that did not arrive; every message is
 //! bounded ([`socket::MAX_CONTRIBUTION`]).
 
+pub mod address;
 pub mod auth;
+mod conn;
 pub mod env;
+pub mod node;
 pub(crate) mod rendezvous;
 pub mod socket;
+mod tcp;
 pub mod threads;
+mod unix;
 
 use crate::Result;
 

@@ -1,10 +1,14 @@
-//! Bootstrap for one process per PE, over a Unix-domain socket on one node.
+//! Bootstrap for one process per PE, over a Unix-domain socket (PEs of one
+//! node) or TCP (PEs on any nodes).
 //!
 //! PE 0 listens at [`LaunchEnv::rendezvous`] and every other PE connects to it:
-//! a star.
+//! a star. The protocol below is the same over both; what differs is who may
+//! connect at all: over a Unix socket only processes of this user (step 1),
+//! over TCP anyone who reaches the port, which is why TCP requires the job's
+//! secret (steps 2 and 3 then keep everyone else out).
 //!
 //! Joining is authenticated before any payload moves:
-//! 1. both ends read the other's user id from the kernel (`SO_PEERCRED`); a
+//! 1. (Unix) both ends read the other's user id from the kernel (`SO_PEERCRED`); a
 //!    process of another user gets nothing ([`Error::BootstrapRefused`] for
 //!    the connecting PE; PE 0 closes such a connection and keeps waiting, and
 //!    a flood of them neither holds it past its timeout nor fills its memory:
@@ -50,17 +54,16 @@
 //! After a failure the bootstrap is unusable: later calls fail at once with
 //! [`Error::PeerFailed`] naming the PE of the first failure.
 
-use super::auth::{nonce, peer_cred, prove, verify, PeerCred, NONCE, PROOF, SECRET_VAR};
+use super::address::Rendezvous;
+use super::auth::{nonce, prove, verify, NONCE, PROOF, SECRET_VAR};
+use super::conn::{Conn, Listener};
 use super::env::LaunchEnv;
 use super::rendezvous::{ensure_private_dir, my_euid, shared_dir_warning};
+use super::unix::describe;
 use super::Bootstrap;
 use crate::{Error, Result};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -237,7 +240,7 @@ struct State {
 struct Link {
     /// The PE at the other end.
     pe: usize,
-    stream: UnixStream,
+    stream: Conn,
 }
 
 impl SocketBootstrap {
@@ -248,8 +251,12 @@ impl SocketBootstrap {
     /// [`Error::BootstrapRefused`]. Returns once every PE has connected, or
     /// fails after `timeout` naming the PEs that did not. A path given in
     /// `GPUSHMEM_BOOTSTRAP` whose directory others may write is used, with a
-    /// warning in the log. A size of 0 or over [`crate::abi::MAX_PES`], or a
-    /// rank not below the size, is [`Error::Config`] before anything else.
+    /// warning in the log. Over TCP ([`Rendezvous::Tcp`]) PE 0 listens on the
+    /// port and the others connect to `host:port`, retrying the same way; a
+    /// job of more than one PE without a secret is [`Error::Config`] naming
+    /// `GPUSHMEM_BOOTSTRAP_SECRET` there. A size of 0 or over
+    /// [`crate::abi::MAX_PES`], or a rank not below the size, is
+    /// [`Error::Config`] before anything else.
     pub fn connect(env: &LaunchEnv, timeout: Duration) -> Result<SocketBootstrap> {
         // A LaunchEnv made by hand, not by `from_lookup`: checked the same way,
         // before PE 0 makes a slot per PE.
@@ -266,14 +273,28 @@ impl SocketBootstrap {
             what: "create the wake-up pipe".into(),
             source,
         })?;
-        match (&env.private_dir, env.size > 1) {
-            (Some(dir), true) => ensure_private_dir(dir, env.rank)?,
-            (None, true) => {
-                if let Some(why) = shared_dir_warning(&env.rendezvous) {
+        match (&env.rendezvous, &env.private_dir, env.size > 1) {
+            (_, _, false) => {}
+            (Rendezvous::Tcp { .. }, _, true) if env.secret.is_none() => {
+                return Err(Error::Config {
+                    name: SECRET_VAR.into(),
+                    value: "unset".into(),
+                    why: format!(
+                        "required when PEs meet over TCP ({}): TCP says nothing of who connects, so only the \
+                         job's secret keeps others out. Give every rank the same fresh value, e.g. \
+                         {SECRET_VAR}=$(openssl rand -hex 32) passed on by the launcher (mpirun -x \
+                         {SECRET_VAR}; srun passes the environment on by default)",
+                        env.rendezvous
+                    ),
+                });
+            }
+            (Rendezvous::Tcp { .. }, _, true) => {}
+            (Rendezvous::Unix(_), Some(dir), true) => ensure_private_dir(dir, env.rank)?,
+            (Rendezvous::Unix(path), None, true) => {
+                if let Some(why) = shared_dir_warning(path) {
                     log::warn!("PE {}: {why}", env.rank);
                 }
             }
-            _ => {}
         }
         let links = match (env.size, env.rank) {
             (1, _) => Vec::new(),
@@ -571,7 +592,7 @@ fn grace(timeout: Duration) -> Duration {
 }
 
 /// PE 0's per-PE slot while PEs connect: the connection and the proof its Ready carries.
-type Slot = Option<(UnixStream, [u8; PROOF])>;
+type Slot = Option<(Conn, [u8; PROOF])>;
 
 /// PE 0's side of connecting: listen, admit `size - 1` PEs, say Ready.
 ///
@@ -579,14 +600,20 @@ type Slot = Option<(UnixStream, [u8; PROOF])>;
 /// challenge at once and joins the pending ones, whose hellos are read as they
 /// arrive; one that stays silent for [`HELLO_WAIT`] is dropped and counted.
 fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
-    let (size, path) = (env.size, env.rendezvous.as_path());
-    let io_err = |what: String, source| Error::BootstrapIo { me: 0, what, source };
+    let size = env.size;
+    let at = env.rendezvous.to_string();
     let deadline = Instant::now() + timeout;
-    claim(path, deadline)?;
-    let listener = listen(path).map_err(|e| io_err(format!("listen at {}", path.display()), e))?;
-    // Everyone is connected (or the job failed) when this returns: nobody else needs the file.
-    let _unlink = RemoveOnDrop(path);
-    log::debug!("PE 0: listening at {} for {} PEs", path.display(), size - 1);
+    // Everyone is connected (or the job failed) when this returns: nobody else
+    // needs a socket file (`_unlink` removes it).
+    let (listener, _unlink) = match &env.rendezvous {
+        Rendezvous::Unix(path) => {
+            let (l, unlink) = super::unix::listen_at(path, deadline)?;
+            (Listener::Unix(l), Some(unlink))
+        }
+        Rendezvous::Tcp { host, port } => (Listener::Tcp(super::tcp::listen_at(host, *port)?), None),
+    };
+    let io_err = |what: String, source| Error::BootstrapIo { me: 0, what, source };
+    log::debug!("PE 0: listening at {at} for {} PEs", size - 1);
     let mut links: Vec<Slot> = (0..size).map(|_| None).collect();
     // Connections turned away, for the error should PEs then be missing.
     let mut refused = Refusals::default();
@@ -605,7 +632,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     };
     let timed_out = |links: &[Slot], refused: &Refusals, silent: usize| {
         let missing: Vec<usize> = (1..size).filter(|&pe| links[pe].is_none()).collect();
-        let mut what = format!("connect (PE 0 listening at {}", path.display());
+        let mut what = format!("connect (PE 0 listening at {at}");
         if silent > 0 {
             what += &format!(
                 "; {silent} silent connection(s) of this user: connected but sent no hello (not PEs of this \
@@ -672,7 +699,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                 Ok(Some(f)) => f,
                 Err(Stop::Garbled(detail)) => {
                     let p = pending.remove(i);
-                    refused.add(path, format!("pid {} is not a gpushmem PE of this version: {detail}", p.cred.pid));
+                    refused.add(&at, format!("{} is not a gpushmem PE of this version: {detail}", p.who));
                     continue;
                 }
                 Err(stop) => {
@@ -686,7 +713,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             let (pe, their_size, ready) = match p.check_hello(hello, env) {
                 Ok(a) => a,
                 Err(why) => {
-                    refused.add(path, why);
+                    refused.add(&at, why);
                     continue;
                 }
             };
@@ -717,7 +744,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
                 break;
             }
             let stream = match listener.accept() {
-                Ok((s, _)) => s,
+                Ok(s) => s,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::ConnectionAborted => {
                     continue
@@ -728,7 +755,7 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
             };
             match Pending::challenge(stream, deadline) {
                 Ok(p) => pending.push(p),
-                Err(Turned::Away(why)) => refused.add(path, why),
+                Err(Turned::Away(why)) => refused.add(&at, why),
                 Err(Turned::Silent(stop)) => log::debug!("PE 0: could not challenge a connection: {stop:?}"),
             }
         }
@@ -765,13 +792,13 @@ struct Refusals {
 }
 
 impl Refusals {
-    fn add(&mut self, path: &Path, why: String) {
+    fn add(&mut self, at: &str, why: String) {
         self.total += 1;
         if self.first.len() < REFUSALS_KEPT {
-            log::warn!("PE 0: refused a connection to {}: {why}", path.display());
+            log::warn!("PE 0: refused a connection to {at}: {why}");
             self.first.push(why);
         } else if self.total == REFUSALS_KEPT + 1 {
-            log::warn!("PE 0: refusing more connections to {}; counting them without logging each", path.display());
+            log::warn!("PE 0: refusing more connections to {at}; counting them without logging each");
         }
     }
 
@@ -796,10 +823,13 @@ enum Turned {
     Silent(Stop),
 }
 
-/// A connection of this user that PE 0 challenged and whose hello it awaits.
+/// A connection that PE 0 challenged and whose hello it awaits: of this user
+/// (Unix), or of anyone who can reach the port (TCP: the hello's proof of the
+/// secret decides).
 struct Pending {
-    stream: UnixStream,
-    cred: PeerCred,
+    stream: Conn,
+    /// The other end as PE 0's errors name it ("pid P", or a TCP address).
+    who: String,
     /// PE 0's nonce in the challenge.
     nonce: [u8; NONCE],
     /// The hello, as far as it has arrived.
@@ -809,33 +839,36 @@ struct Pending {
 }
 
 impl Pending {
-    /// Checks who connected (another user's process gets nothing, not even the
-    /// challenge) and sends the challenge.
-    fn challenge(stream: UnixStream, deadline: Instant) -> std::result::Result<Pending, Turned> {
-        let cred = peer_cred(&stream).map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
-        if cred.uid != my_euid() {
-            return Err(Turned::Away(format!(
-                "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
-                cred.uid,
-                cred.pid,
-                my_euid()
-            )));
+    /// Checks who connected (over a Unix socket, another user's process gets
+    /// nothing, not even the challenge) and sends the challenge.
+    fn challenge(stream: Conn, deadline: Instant) -> std::result::Result<Pending, Turned> {
+        if let Some(cred) = stream.peer_cred() {
+            let cred = cred.map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
+            if cred.uid != my_euid() {
+                return Err(Turned::Away(format!(
+                    "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
+                    cred.uid,
+                    cred.pid,
+                    my_euid()
+                )));
+            }
         }
+        let who = stream.describe_peer();
         let until = deadline.min(Instant::now() + HELLO_WAIT);
-        let nonce = nonce().map_err(|e| Turned::Away(format!("no random nonce for pid {}: {e}", cred.pid)))?;
+        let nonce = nonce().map_err(|e| Turned::Away(format!("no random nonce for {who}: {e}")))?;
         // A fresh connection's buffer has room for it: this does not wait.
         write_frame(&stream, Kind::Challenge, 0, 0, &[&MAGIC.to_le_bytes()[..], &nonce].concat(), None, until)
             .map_err(Turned::Silent)?;
-        Ok(Pending { stream, cred, nonce, hello: Incoming::default(), until })
+        Ok(Pending { stream, who, nonce, hello: Incoming::default(), until })
     }
 
     /// Checks a complete hello (its form, then its proof of the secret) and
     /// returns the PE's rank, its job size and the proof for its Ready; else
     /// why it is refused.
     fn check_hello(&self, f: Frame, env: &LaunchEnv) -> std::result::Result<(usize, u64, [u8; PROOF]), String> {
-        let pid = self.cred.pid;
+        let who = &self.who;
         if f.kind != Kind::Hello || f.payload.len() != HELLO_LEN || f.payload[..8] != MAGIC.to_le_bytes() {
-            return Err(format!("pid {pid} is not a gpushmem PE of this version"));
+            return Err(format!("{who} is not a gpushmem PE of this version"));
         }
         let their_size = u64::from_le_bytes(f.payload[8..16].try_into().unwrap_or_default());
         let (theirs, proof) = f.payload[16..].split_at(NONCE);
@@ -843,8 +876,8 @@ impl Pending {
         let mine = &self.nonce[..];
         if !verify(env.secret.as_ref(), PROOF_HELLO, (mine, theirs), f.from, size, proof) {
             let why = format!(
-                "pid {pid} (as PE {}) did not prove this job's secret: it was started with a different or no \
-                 {SECRET_VAR} (another job at the same rendezvous path?)",
+                "{who} (as PE {}) did not prove this job's secret: it was started with a different or no \
+                 {SECRET_VAR} (another job at the same rendezvous?)",
                 f.from
             );
             let until = Instant::now() + Duration::from_secs(1);
@@ -855,204 +888,27 @@ impl Pending {
     }
 }
 
-/// Makes `path` free for PE 0's socket: removes a stale socket file, but
-/// refuses to take over one that a live process is listening on (whether or
-/// not it accepts), and refuses a symbolic link there.
-fn claim(path: &Path, deadline: Instant) -> Result<()> {
-    refuse_symlink(0, path)?;
-    let taken = |why: String| Error::Config {
-        name: "bootstrap rendezvous path (GPUSHMEM_BOOTSTRAP)".into(),
-        value: path.display().to_string(),
-        why,
-    };
-    let e = match dial(path, deadline) {
-        Ok(s) => {
-            return Err(taken(format!(
-                "another process ({}) is already serving as PE 0 there: two jobs share this path, \
-                 or two processes were given rank 0",
-                peer_cred(&s).map_or_else(|e| format!("credentials unknown: {e}"), describe)
-            )))
-        }
-        Err(e) => e,
-    };
-    if let Some(why) = held(path, &e) {
-        return Err(taken(format!("{why}: another job, or another user's process, holds this path; choose another")));
-    }
-    match e {
-        e if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        // Never delete what is not a socket: the path may be a mistake.
-        _ if !std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) => {
-            Err(taken("exists and is not a socket".into()))
-        }
-        _ => match std::fs::remove_file(path) {
-            Ok(()) => {
-                log::debug!("PE 0: removed stale socket {}", path.display());
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(Error::BootstrapIo {
-                me: 0,
-                what: format!("remove the stale socket file {}", path.display()),
-                source,
-            }),
-        },
-    }
-}
-
-/// [`Error::BootstrapRefused`] for PE `me` if `path` is a symbolic link: the
-/// bootstrap meets at the path it was given, never where a link leads (which
-/// whoever could write the link's directory chose).
-///
-/// This check comes before the path is used, so it only makes the common case
-/// clear: a link put there after it is what [`check_listener`] catches.
-fn refuse_symlink(me: usize, path: &Path) -> Result<()> {
-    match std::fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => {
-            let target = std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
-            Err(Error::BootstrapRefused {
-                me,
-                path: path.to_path_buf(),
-                why: format!(
-                    "is a symbolic link (to {target}); the bootstrap does not follow links: set \
-                     GPUSHMEM_BOOTSTRAP to the socket path itself"
-                ),
-            })
-        }
-        _ => Ok(()),
-    }
-}
-
-/// [`Error::BootstrapRefused`] for PE `me` unless the listener `stream` reached
-/// (running as `cred`) is bound at `path` itself.
-///
-/// `connect` follows symbolic links, in the last component and in the
-/// directories above it, and a check of the path before connecting can always
-/// be undone before the connect (another user flipping a file into a link to
-/// another job's socket). The listener's address, read from the connection
-/// (`getpeername`: the path its owner gave to `bind`), cannot: it is a property
-/// of the socket reached, not of the path walked. A socket of this user bound
-/// at exactly this path was put there by a process of this user that was told
-/// to meet here; the job's secret decides the rest. A hard link to another
-/// socket is caught the same way.
-fn check_listener(me: usize, path: &Path, stream: &UnixStream, cred: PeerCred) -> Result<()> {
-    let bound = stream.peer_addr().ok().and_then(|a| a.as_pathname().map(Path::to_path_buf));
-    if bound.as_deref() == Some(path) {
-        return Ok(());
-    }
-    let at = bound.map_or_else(|| "no path".into(), |b| b.display().to_string());
-    Err(Error::BootstrapRefused {
-        me,
-        path: path.to_path_buf(),
-        why: format!(
-            "the process listening there ({}) is bound at {at}, not at this path: the path led to another \
-             socket (through a symbolic link or a link made after it was checked), perhaps another job's; \
-             nothing was sent to it",
-            describe(cred)
-        ),
-    })
-}
-
-/// Why a failed [`dial`] of `path` (failing with `e`) shows that a process
-/// holds the path, naming the socket file's owner; `None` when it does not (no
-/// file, or a stale one: `ECONNREFUSED`). Two cases: a listener that accepted
-/// nothing until the deadline (`WouldBlock`), and a socket this user may not
-/// connect to (`EACCES`: another user's socket of mode 0600, a live listener
-/// as far as anyone but its owner can tell, and never to be removed as stale).
-fn held(path: &Path, e: &io::Error) -> Option<String> {
-    match e.kind() {
-        io::ErrorKind::WouldBlock => Some(format!(
-            "a process listens there but accepted no connection before the timeout (the socket file is owned by {})",
-            owner(path)
-        )),
-        io::ErrorKind::PermissionDenied => Some(format!(
-            "this user may not connect to the socket there (the socket file is owned by {}; connecting \
-             failed: {e})",
-            owner(path)
-        )),
-        _ => None,
-    }
-}
-
-/// "uid U" of the owner of the file at `path` (not following a link), as
-/// errors name who holds a socket that does not answer.
-fn owner(path: &Path) -> String {
-    std::fs::symlink_metadata(path).map_or_else(|e| format!("an unknown user ({e})"), |m| format!("uid {}", m.uid()))
-}
-
-/// "uid U, pid P", as errors name a process.
-fn describe(c: PeerCred) -> String {
-    format!("uid {}, pid {}", c.uid, c.pid)
-}
-
-/// Removes a file when dropped.
-struct RemoveOnDrop<'a>(&'a Path);
-
-impl Drop for RemoveOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.0);
-    }
-}
-
 /// A PE other than 0 connecting: connect (retrying), check who listens,
 /// answer the challenge, wait for Ready and check PE 0's proof.
 fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
-    let (me, path) = (env.rank, env.rendezvous.as_path());
+    let me = env.rank;
+    let at = env.rendezvous.to_string();
     let start = Instant::now();
     let deadline = start + timeout;
-    let stream = loop {
-        // Checked before every attempt: PE 0 may not have made the path yet.
-        refuse_symlink(me, path)?;
-        match dial(path, deadline) {
-            Ok(s) => break s,
-            // A listener that accepted nothing until the deadline.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let why = held(path, &e).unwrap_or_default();
-                let what = format!("connect to PE 0 at {} ({why})", path.display());
-                return Err(Error::BootstrapTimeout { me, what, timeout, missing: vec![0] });
-            }
-            // Another user's socket: not this job's PE 0, whatever waits there.
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                let why = held(path, &e).unwrap_or_default();
-                return Err(Error::BootstrapRefused {
-                    me,
-                    path: path.to_path_buf(),
-                    why: format!("{why}: it is not this job's PE 0, and nothing was sent to it"),
-                });
-            }
-            // PE 0 is not listening yet (no file, or a stale one).
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused) => {
-                let now = Instant::now();
-                if now >= deadline {
-                    return Err(Error::BootstrapTimeout {
-                        me,
-                        what: format!("connect to PE 0 at {}", path.display()),
-                        timeout,
-                        missing: vec![0],
-                    });
-                }
-                std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
-            }
-            Err(source) => {
-                return Err(Error::BootstrapIo { me, what: format!("connect to {}", path.display()), source })
-            }
+    // The connection, and PE 0 as errors name it.
+    let (stream, pe0) = match &env.rendezvous {
+        Rendezvous::Unix(path) => {
+            let (s, cred) = super::unix::dial_pe0(me, path, timeout, deadline)?;
+            (Conn::Unix(s), describe(cred))
+        }
+        Rendezvous::Tcp { host, port } => {
+            let s = super::tcp::dial_pe0(me, host, *port, timeout, deadline)?;
+            let pe0 = s.peer_addr().map_or_else(|_| at.clone(), |a| a.to_string());
+            (Conn::Tcp(s), pe0)
         }
     };
-    log::debug!("PE {me}: connected to PE 0 at {} after {:?}", path.display(), start.elapsed());
-    let refuse = |why: String| Error::BootstrapRefused { me, path: path.to_path_buf(), why };
-    let cred = peer_cred(&stream).map_err(|source| Error::BootstrapIo {
-        me,
-        what: format!("read the credentials of the process at {}", path.display()),
-        source,
-    })?;
-    if cred.uid != my_euid() {
-        return Err(refuse(format!(
-            "the process listening there ({}) runs as another user, not as this one (uid {}): \
-             it is not this job's PE 0, and nothing was sent to it",
-            describe(cred),
-            my_euid()
-        )));
-    }
-    check_listener(me, path, &stream, cred)?;
+    log::debug!("PE {me}: connected to PE 0 at {at} after {:?}", start.elapsed());
+    let refuse = |why: String| Error::BootstrapRefused { me, path: at.clone().into(), why };
     let what = "connect (waiting for PE 0's challenge)";
     let challenge = read_frame(&stream, None, deadline + grace(timeout), env.size, Kind::CHALLENGE)
         .map_err(|stop| join_stopped(me, what, timeout, stop))?;
@@ -1064,9 +920,7 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         }
         _ => {
             let detail = format!(
-                "the process at {} ({}) is not a gpushmem PE 0 of this version: it sent {:?}",
-                path.display(),
-                describe(cred),
+                "the process at {at} ({pe0}) is not a gpushmem PE 0 of this version: it sent {:?}",
                 challenge.kind
             );
             return Err(Error::BootstrapIo {
@@ -1094,10 +948,10 @@ fn join(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         }
         Kind::Ready => Err(refuse(format!(
             "PE 0 ({}) did not prove this job's secret: it was started with a different or no {SECRET_VAR} \
-             (another job at the same rendezvous path?)",
-            describe(cred)
+             (another job at the same rendezvous?)",
+            pe0
         ))),
-        Kind::Refused => Err(refuse(format!("PE 0 ({}) refused this PE: {}", describe(cred), text()))),
+        Kind::Refused => Err(refuse(format!("PE 0 ({}) refused this PE: {}", pe0, text()))),
         Kind::Abort => Err(Error::PeerFailed { me, peer: f.from, why: text() }),
         Kind::Mismatch => Err(Error::Mismatch { me, call: "bootstrap connect", detail: text() }),
         Kind::Timeout => {
@@ -1224,7 +1078,7 @@ fn is_closed(e: &io::Error) -> bool {
 
 /// Receives what is there into `buf` without waiting: `Some(n)` bytes, or
 /// `None` when nothing is there yet.
-fn recv_some(s: &UnixStream, buf: &mut [u8]) -> std::result::Result<Option<usize>, Stop> {
+fn recv_some(s: &impl AsRawFd, buf: &mut [u8]) -> std::result::Result<Option<usize>, Stop> {
     loop {
         // SAFETY: receives into a live buffer of the given length.
         let n = unsafe { libc::recv(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
@@ -1245,7 +1099,7 @@ fn recv_some(s: &UnixStream, buf: &mut [u8]) -> std::result::Result<Option<usize
 }
 
 /// Sends all of `buf`; MSG_NOSIGNAL: a dead peer is an error, not SIGPIPE.
-fn send_all(s: &UnixStream, buf: &[u8], wake: Option<&OwnedFd>, deadline: Instant) -> std::result::Result<(), Stop> {
+fn send_all(s: &impl AsRawFd, buf: &[u8], wake: Option<&OwnedFd>, deadline: Instant) -> std::result::Result<(), Stop> {
     let mut sent = 0;
     while sent < buf.len() {
         let rest = &buf[sent..];
@@ -1268,7 +1122,7 @@ fn send_all(s: &UnixStream, buf: &[u8], wake: Option<&OwnedFd>, deadline: Instan
 }
 
 fn write_frame(
-    s: &UnixStream,
+    s: &impl AsRawFd,
     kind: Kind,
     from: usize,
     round: u64,
@@ -1293,7 +1147,7 @@ fn write_frame(
 /// after a wake-up. A message of another kind is [`Stop::Garbled`] from its
 /// header alone; one still arriving at `deadline` is [`Stop::TimedOut`].
 fn read_frame(
-    s: &UnixStream,
+    s: &impl AsRawFd,
     wake: Option<&OwnedFd>,
     deadline: Instant,
     size: usize,
@@ -1331,7 +1185,7 @@ impl Incoming {
     /// is whole. A kind not in `allowed`, or a length over what the kind can
     /// need in a job of `size` PEs, is [`Stop::Garbled`] from the header
     /// alone, before any payload byte is stored.
-    fn advance(&mut self, s: &UnixStream, size: usize, allowed: &[Kind]) -> std::result::Result<Option<Frame>, Stop> {
+    fn advance(&mut self, s: &impl AsRawFd, size: usize, allowed: &[Kind]) -> std::result::Result<Option<Frame>, Stop> {
         while self.got < HEADER {
             match recv_some(s, &mut self.head[self.got..])? {
                 Some(n) => self.got += n,
@@ -1382,90 +1236,6 @@ impl Incoming {
     }
 }
 
-/// The address of a Unix socket at `path`, and its length.
-fn socket_addr(path: &Path) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
-    // SAFETY: sockaddr_un is plain data; all zeroes is a valid value.
-    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let b = path.as_os_str().as_bytes();
-    if b.is_empty() || b.len() >= a.sun_path.len() || b.contains(&0) {
-        let why = format!("not a socket address: empty, over {} bytes, or with a NUL byte", a.sun_path.len() - 1);
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
-    }
-    for (d, s) in a.sun_path.iter_mut().zip(b) {
-        *d = *s as libc::c_char;
-    }
-    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + b.len() + 1;
-    Ok((a, len as libc::socklen_t))
-}
-
-/// A fresh Unix stream socket, close-on-exec and non-blocking.
-fn unix_socket() -> io::Result<OwnedFd> {
-    let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK;
-    // SAFETY: socket takes no pointers.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, kind, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Connects to the socket at `path`, never waiting past `deadline`.
-///
-/// A blocking `connect` to a listener whose queue is full waits until it
-/// accepts, for ever if it never does. Non-blocking, that is `WouldBlock` at
-/// once: retried until `deadline`, then returned. Nothing listening (no file,
-/// a stale one) fails at once, for the caller to retry or not.
-fn dial(path: &Path, deadline: Instant) -> io::Result<UnixStream> {
-    let (addr, len) = socket_addr(path)?;
-    let fd = unix_socket()?;
-    loop {
-        // SAFETY: connects our own descriptor to a live sockaddr_un of `len` bytes.
-        let rc = unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) };
-        if rc == 0 {
-            return Ok(UnixStream::from(fd));
-        }
-        let e = io::Error::last_os_error();
-        let now = Instant::now();
-        match e.kind() {
-            io::ErrorKind::Interrupted => {}
-            io::ErrorKind::WouldBlock if now < deadline => {
-                std::thread::sleep((deadline - now).min(Duration::from_millis(5)))
-            }
-            _ => return Err(e),
-        }
-    }
-}
-
-/// PE 0's listening socket at `path`, non-blocking, its file of mode 0600.
-///
-/// The mode is the socket's own, set before `bind`, which on Linux makes the
-/// file with it (less the umask): there is no moment when the file is open to
-/// others. Should a kernel not do so, the file is set to 0600 after `bind`,
-/// still before `listen` lets anyone connect.
-fn listen(path: &Path) -> io::Result<UnixListener> {
-    let (addr, len) = socket_addr(path)?;
-    let fd = unix_socket()?;
-    // SAFETY: changes the mode of our own descriptor.
-    if unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) } != 0 {
-        log::debug!("PE 0: fchmod of the socket failed: {}", io::Error::last_os_error());
-    }
-    // SAFETY: binds our own descriptor to a live sockaddr_un of `len` bytes.
-    if unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let meta = std::fs::symlink_metadata(path)?;
-    if meta.file_type().is_socket() && meta.uid() == my_euid() && meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-    }
-    // SAFETY: listens on our own, bound descriptor.
-    if unsafe { libc::listen(fd.as_raw_fd(), libc::SOMAXCONN) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(UnixListener::from(fd))
-}
-
 /// A non-blocking, close-on-exec pipe: (read end, write end).
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0 as libc::c_int; 2];
@@ -1480,6 +1250,7 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::net::UnixStream;
 
     #[test]
     fn wire_round_trips() {
@@ -1547,7 +1318,7 @@ mod tests {
             local_rank: rank,
             local_size: 2,
             device: None,
-            rendezvous: path.clone(),
+            rendezvous: Rendezvous::Unix(path.clone()),
             private_dir: None,
             secret: None,
             source: "test",
@@ -1582,26 +1353,5 @@ mod tests {
         h.extend_from_slice(&[0; 12]);
         h.extend_from_slice(&len.to_le_bytes());
         send_all(s, &h, None, Instant::now() + Duration::from_secs(10)).unwrap();
-    }
-
-    #[test]
-    fn a_listener_bound_elsewhere_is_refused_after_connecting() {
-        // What a link put in place after the path was checked leads to: the
-        // connect follows it, and the listener's own address gives it away.
-        let dir = std::env::temp_dir().join(format!("gpushmem-socket-unit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        let (real, link, hard) = (dir.join("real.sock"), dir.join("link.sock"), dir.join("hard.sock"));
-        let _listener = UnixListener::bind(&real).unwrap();
-        std::os::unix::fs::symlink(&real, &link).unwrap();
-        std::fs::hard_link(&real, &hard).unwrap();
-        for via in [&link, &hard] {
-            let s = UnixStream::connect(via).unwrap();
-            let e = check_listener(1, via, &s, peer_cred(&s).unwrap()).unwrap_err().to_string();
-            assert!(e.contains(&format!("bound at {}", real.display())) && e.contains("nothing was sent"), "{e}");
-        }
-        let s = UnixStream::connect(&real).unwrap();
-        check_listener(1, &real, &s, peer_cred(&s).unwrap()).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

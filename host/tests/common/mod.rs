@@ -25,7 +25,7 @@ pub fn env_with(rank: usize, size: usize, path: &Path, secret: Option<&str>) -> 
         local_rank: rank,
         local_size: size,
         device: None,
-        rendezvous: path.to_path_buf(),
+        rendezvous: gpushmem::bootstrap::address::Rendezvous::Unix(path.to_path_buf()),
         private_dir: None,
         secret: secret.map(|s| Secret::from_text(s).expect("test secret too short")),
         source: "test",
