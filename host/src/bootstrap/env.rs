@@ -20,31 +20,46 @@
 //! `GPUSHMEM_BOOTSTRAP_SECRET=$(openssl rand -hex 32) mpirun -x GPUSHMEM_BOOTSTRAP_SECRET …`,
 //! not an `export` that every later launch from the shell would share).
 //!
-//! ## Rendezvous path
+//! ## Rendezvous
 //!
-//! `GPUSHMEM_BOOTSTRAP` if set (for any launcher): then the path is used as
-//! given (except that a symbolic link there, or a listener bound at another
-//! path, is refused), and the peer-credential and secret checks alone keep
-//! strangers out; a directory that group or others may write gets a warning in
-//! the log, since another user can take the path there first.
-//! Otherwise a socket `<job key>.sock` in this user's private rendezvous
-//! directory (`gpushmem` in `$XDG_RUNTIME_DIR`, or in `/run/user/<uid>` when
-//! that variable is unset, if private; else `$TMPDIR/gpushmem-<uid>`, `/tmp`
-//! without `TMPDIR`; mode 0700, checked before use), where the job key is
-//! something every rank of one launch on this node sees alike, and two
-//! concurrent launches do not:
+//! Where PE 0 listens and the others connect ([`Rendezvous`]), the first that applies:
 //!
-//! 1. `SLURM_JOB_ID` + `SLURM_STEP_ID` (one `srun` step) — first only when the
-//!    ranks come from Slurm's variables: an `mpirun` inside a Slurm allocation
-//!    inherits the allocation's ids, which several concurrent `mpirun`s share;
-//! 2. `PMIX_NAMESPACE` (Open MPI 5 / PRRTE, `srun --mpi=pmix`);
-//! 3. `OMPI_MCA_ess_base_jobid` (Open MPI 4);
-//! 4. `SLURM_JOB_ID` + `SLURM_STEP_ID`, when not already tried;
-//! 5. the parent process id: the ranks of one `mpirun`/`mpiexec` on a node are
-//!    children of the same launcher daemon. This fails when each rank is
-//!    wrapped in its own process (`mpirun sh -c prog`): set `GPUSHMEM_BOOTSTRAP`.
+//! 1. `GPUSHMEM_BOOTSTRAP`, for any launcher: `tcp://HOST:PORT` (PEs on any
+//!    nodes; HOST is the node rank 0 runs on, PORT a free port there; the job's
+//!    secret is then **required**), or a Unix socket path (`unix:PATH` or
+//!    `PATH`), used as given (except that a symbolic link there, or a listener
+//!    bound at another path, is refused), where the peer-credential and secret
+//!    checks alone keep strangers out; a directory that group or others may
+//!    write gets a warning in the log, since another user can take the path
+//!    there first.
+//! 2. A job whose PEs span nodes — the launcher's local size is below its
+//!    size, or, under Slurm, `SLURM_STEP_NUM_NODES` (else `SLURM_NNODES`) is
+//!    over 1: under Slurm (ranks from Slurm's variables), TCP at the first host
+//!    of `SLURM_STEP_NODELIST` (else `SLURM_JOB_NODELIST`), where task 0 runs,
+//!    on port `GPUSHMEM_BOOTSTRAP_PORT` or else one derived from
+//!    `SLURM_JOB_ID` and `SLURM_STEP_ID` (20000–29999,
+//!    [`super::address::derived_port`]); under any other launcher an
+//!    [`Error::Config`] at once saying to set `GPUSHMEM_BOOTSTRAP=tcp://…`
+//!    (Open MPI and MPICH do not tell a rank where rank 0 runs).
+//! 3. Otherwise (one node) a socket `<job key>.sock` in this user's private rendezvous
+//!    directory (`gpushmem` in `$XDG_RUNTIME_DIR`, or in `/run/user/<uid>` when
+//!    that variable is unset, if private; else `$TMPDIR/gpushmem-<uid>`, `/tmp`
+//!    without `TMPDIR`; mode 0700, checked before use), where the job key is
+//!    something every rank of one launch on this node sees alike, and two
+//!    concurrent launches do not:
+//!    1. `SLURM_JOB_ID` + `SLURM_STEP_ID` (one `srun` step) — first only when the
+//!       ranks come from Slurm's variables: an `mpirun` inside a Slurm allocation
+//!       inherits the allocation's ids, which several concurrent `mpirun`s share;
+//!    2. `PMIX_NAMESPACE` (Open MPI 5 / PRRTE, `srun --mpi=pmix`);
+//!    3. `OMPI_MCA_ess_base_jobid` (Open MPI 4);
+//!    4. `SLURM_JOB_ID` + `SLURM_STEP_ID`, when not already tried;
+//!    5. the parent process id: the ranks of one `mpirun`/`mpiexec` on a node are
+//!       children of the same launcher daemon. This fails when each rank is
+//!       wrapped in its own process (`mpirun sh -c prog`): set `GPUSHMEM_BOOTSTRAP`.
 //!
-//! The socket is node-local: a job whose ranks span nodes cannot meet this way.
+//! A launcher that sets no local size (PMI without `MPI_LOCALNRANKS`) makes a
+//! job look like one node: across nodes, set `GPUSHMEM_BOOTSTRAP=tcp://…`
+//! (the PEs of other nodes otherwise time out, and their error says so).
 
 use super::address::{derived_port, slurm_first_host, Rendezvous, PORT_VAR};
 use super::auth::{Secret, MIN_SECRET_LEN, SECRET_VAR};
