@@ -14,6 +14,8 @@
 # ping-pong: library put_signal, hand-written release/acquire, library signal_op, signal_op_relaxed),
 # ncu-engine (the same ping-pong on the NVSHMEM engine, modes 0, 7 and 10, beside NVSHMEM's
 # own ping-pong kernels: SASS with stall samples as CSV; not in the default set),
+# multinode (issue 38: 2 simulated nodes on this GPU: the bootstrap 2x2, the native engine's refusal, the
+# NVSHMEM-engine examples and suite across the 2 nodes; needs root; not in the default set),
 # nvshmem-engine (the ring, moe and halo examples built for the NVSHMEM engine,
 # as 1 PE and as 2 processes; not in the default set),
 # engine-perf (issue 16: the one-PE benchmarks side by side, each in two interleaved rounds:
@@ -95,6 +97,30 @@ if has nvshmem-suite; then
       --test-threads 1 --skip stream::collectives --skip stress:: --skip _8pe --skip pipeline_2pe
   else
     echo "verify nvshmem-suite: not run: gpu-nvshmem was not staged (scripts/device.sh)"; rc=1
+  fi
+fi
+# Issue 38: 2 simulated nodes on this one GPU (docs/multinode.md): gpushmem-run --simulate-nodes gives
+# each node its own mount and UTS namespaces (private /tmp, /dev/shm, /run/user; own hostname unless
+# --same-hostname), so the PEs meet over TCP. The bootstrap alone as 2x2; the native engine's refusal
+# (distinct hostnames: two nodes); the NVSHMEM-engine examples and suite with --same-hostname (NVSHMEM
+# tells nodes apart by hostname: with one hostname it uses P2P between the PEs on this one GPU).
+if has multinode; then
+  sim=(./gpushmem-run --simulate-nodes 2)
+  step multinode-join-2x2 60 "${sim[@]}" -n 4 -- ./gpushmem-info --join
+  cat "$logs/multinode-join-2x2.log"
+  for e in ring moe halo; do
+    timeout -k 5 60 "${sim[@]}" -n 2 -- "./$e" >"$logs/multinode-native-$e-refused.log" 2>&1
+    n=$(grep -c "this job spans 2 nodes" "$logs/multinode-native-$e-refused.log")
+    echo "verify multinode-native-$e-refused: $n of 2 PEs refused: $(grep -m1 "spans 2 nodes" "$logs/multinode-native-$e-refused.log" | cut -c1-220)"
+    [ "$n" -eq 2 ] || rc=1
+  done
+  for e in ring moe halo; do
+    step "multinode-nvshmem-$e" 120 env GPUSHMEM_ENGINE=nvshmem "${sim[@]}" --same-hostname -n 2 -- "./$e-nvshmem"
+  done
+  if [ -x ./gpu-nvshmem ]; then
+    step multinode-nvshmem-suite 420 env GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TEST_ALL_AS_PROCESSES=1 \
+      GPUSHMEM_TEST_LAUNCHER_ARGS="--simulate-nodes 2 --same-hostname" ./gpu-nvshmem \
+      --test-threads 1 --skip stream::collectives --skip stress:: --skip _8pe --skip pipeline_2pe --skip smoke:: --skip _1pe
   fi
 fi
 has info && step info 30 ./gpushmem-info

@@ -284,7 +284,10 @@ pub fn launch_processes_with(
     timeout: Duration,
 ) -> Result<(bool, String, Duration), String> {
     let mut cmd = Command::new(launcher()?);
-    cmd.args(["-n", &n.to_string()]).args(launcher_args).arg("--");
+    // GPUSHMEM_TEST_LAUNCHER_ARGS: more launcher options for every job of the
+    // suite, e.g. "--simulate-nodes 2 --same-hostname" (docs/multinode.md).
+    let extra = std::env::var("GPUSHMEM_TEST_LAUNCHER_ARGS").unwrap_or_default();
+    cmd.args(["-n", &n.to_string()]).args(launcher_args).args(extra.split_whitespace()).arg("--");
     cmd.arg(std::env::current_exe().map_err(|e| e.to_string())?);
     cmd.env("GPUSHMEM_TEST_CHILD", scenario);
     // Every process must draw the same random data.

@@ -10,11 +10,32 @@
 //! Each PE runs in its own process group, so that ending a PE also ends what it
 //! started (a shell's children), and a terminal's Ctrl-C reaches the PEs once,
 //! through the launcher.
+//!
+//! `--simulate-nodes K [--same-hostname] [--bootstrap-port P]` (as root) makes
+//! the job look like K machines ("nodes") on this one, to test multi-node jobs
+//! without a cluster: the PEs are split over the nodes in blocks (the first
+//! `N % K` nodes get one PE more, as Slurm's block distribution), with the
+//! local rank and size of their node; the bootstrap is TCP on 127.0.0.1; each
+//! node is its own mount namespace, with fresh tmpfs on `/tmp`, `/dev/shm` and
+//! `/run/user` (no temporary file, POSIX shm or Unix socket path shared between
+//! nodes), and its own UTS namespace, with hostname `<hostname>-node<k>` (the
+//! machine's with `--same-hostname`: NVSHMEM tells nodes apart by hostname, so
+//! it then takes the PEs for one node and uses P2P between them). Not simulated:
+//! a separate network (all nodes share this machine's, loopback included),
+//! separate GPUs and driver, a separate `/proc`. A short-lived forked process
+//! makes each node's namespaces; the launcher keeps them open
+//! (`/proc/<pid>/ns/*`) for the job, and each PE joins its node's (`setns`)
+//! before its exec, so PROGRAM must not live under the private directories.
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use gpushmem::bootstrap::auth::{Secret, SECRET_VAR};
-use std::ffi::{CString, OsStr, OsString};
-use std::io;
+use std::ffi::{CStr, CString, OsStr, OsString};
+use std::fs::File;
+use std::io::{self, Read};
+use std::net::{Ipv4Addr, TcpListener};
+use std::ops::Range;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
@@ -41,11 +62,24 @@ macro_rules! say {
 #[command(
     name = "gpushmem-run",
     about = "Starts N processes of PROGRAM, one per PE, on this node.",
-    override_usage = "gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] [--] PROGRAM [ARGS]...",
+    override_usage = "gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] \
+                      [--simulate-nodes K [--same-hostname] [--bootstrap-port P]] [--] PROGRAM [ARGS]...",
     after_help = "\
 When a PE exits non-zero or is killed, the other PEs are ended too. The exit
 status is 0 if every PE exits 0, else the first failing PE's (128 + signal for
-a PE killed by a signal). SIGINT, SIGTERM and SIGHUP are passed on to the PEs."
+a PE killed by a signal). SIGINT, SIGTERM and SIGHUP are passed on to the PEs.
+
+--simulate-nodes K (needs root) makes the job look like K machines (\"nodes\")
+on this one, to test multi-node jobs without a cluster. The PEs are split in
+blocks (the first N % K nodes get one PE more) and get their node's local rank
+and size; the bootstrap is TCP on 127.0.0.1. Simulated: each node is its own
+mount namespace, with fresh private /tmp, /dev/shm and /run/user, and its own
+hostname, HOST-node<k> (HOST itself with --same-hostname, so that NVSHMEM
+takes the PEs for one node and uses P2P between them). Not simulated: a
+separate network (all nodes share this machine's, loopback included),
+separate GPUs and driver, a separate /proc. PROGRAM and the working directory
+must not be under /tmp, /dev/shm or /run/user: the node's fresh, empty ones
+are mounted before PROGRAM starts."
 )]
 struct Options {
     /// Number of PEs
@@ -64,6 +98,17 @@ struct Options {
     /// the lost peer), then SIGKILL what is left; for testing failure handling
     #[arg(long)]
     wait_others: bool,
+    /// Make the job look like K nodes on this machine (K <= N; needs root):
+    /// each its own mount namespace (private /tmp, /dev/shm, /run/user) and
+    /// hostname, bootstrap over TCP; see below
+    #[arg(long, value_name = "K", value_parser = node_count)]
+    simulate_nodes: Option<usize>,
+    /// With --simulate-nodes: keep this machine's hostname on every node
+    #[arg(long, requires = "simulate_nodes")]
+    same_hostname: bool,
+    /// With --simulate-nodes: the bootstrap's TCP port on 127.0.0.1 (default: a free one)
+    #[arg(long, value_name = "P", requires = "simulate_nodes", value_parser = clap::value_parser!(u16).range(1..))]
+    bootstrap_port: Option<u16>,
     /// The program each PE runs, and its arguments
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, value_parser = clap::value_parser!(OsString))]
     command: Vec<OsString>,
@@ -74,6 +119,27 @@ fn pe_count(v: &str) -> Result<usize, String> {
     match v.trim().parse::<usize>() {
         Ok(k) if k > 0 => Ok(k),
         _ => Err("expects a number of PEs >= 1".into()),
+    }
+}
+
+/// `--simulate-nodes`: a node count of at least 1.
+fn node_count(v: &str) -> Result<usize, String> {
+    match v.trim().parse::<usize>() {
+        Ok(k) if k > 0 => Ok(k),
+        _ => Err("expects a number of nodes >= 1".into()),
+    }
+}
+
+impl Options {
+    /// What clap cannot check alone: every simulated node needs a PE.
+    fn check(self) -> Result<Options, clap::Error> {
+        match self.simulate_nodes {
+            Some(k) if k > self.n => Err(Options::command().error(
+                ErrorKind::ValueValidation,
+                format!("--simulate-nodes {k} needs at least {k} PEs (got -n {}): every node gets one or more", self.n),
+            )),
+            _ => Ok(self),
+        }
     }
 }
 
@@ -92,7 +158,7 @@ fn seconds(v: &str) -> Result<Duration, String> {
 
 fn main() {
     // Bad usage: clap prints the error and the usage and exits 2 (`--help`: the help, 0).
-    let opts = Options::parse();
+    let opts = Options::parse().check().unwrap_or_else(|e| e.exit());
     std::process::exit(run(&opts));
 }
 
@@ -170,6 +236,190 @@ impl Drop for TempDir {
     }
 }
 
+/// The PEs of each node, in blocks: of N PEs on K nodes, the first `N % K`
+/// nodes get `N / K + 1`, the others `N / K` (as Slurm's block distribution).
+fn node_layout(n: usize, k: usize) -> Vec<Range<usize>> {
+    let (q, r) = (n / k, n % k);
+    (0..k).map(|i| (i * q + i.min(r), q + usize::from(i < r))).map(|(a, len)| a..a + len).collect()
+}
+
+/// The directories a simulated node gets a fresh tmpfs on (each that exists), with the tmpfs options.
+const TMPFS: [(&CStr, &CStr); 3] = [(c"/tmp", c"mode=1777"), (c"/dev/shm", c"mode=1777"), (c"/run/user", c"mode=755")];
+
+/// The calls that make (`make_node`) and join (`join_node`) a simulated node,
+/// by the index reported when one fails.
+const STEPS: [&str; 9] = [
+    "unshare(CLONE_NEWNS | CLONE_NEWUTS)",
+    "mount(\"/\", MS_REC | MS_PRIVATE)",
+    "mounting a tmpfs on /tmp",
+    "mounting a tmpfs on /dev/shm",
+    "mounting a tmpfs on /run/user",
+    "sethostname",
+    "setns(CLONE_NEWNS)",
+    "setns(CLONE_NEWUTS)",
+    "chdir to the working directory",
+];
+
+/// Ok for a system call's 0, else step `i` of `STEPS` with the errno.
+/// Async-signal-safe (errno is read, nothing allocated).
+fn step(i: u8, rc: libc::c_int) -> Result<(), (u8, i32)> {
+    match rc {
+        0 => Ok(()),
+        _ => Err((i, io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL))),
+    }
+}
+
+/// Makes a node's namespaces for the calling process, which must have one
+/// thread: a mount namespace with private propagation and a fresh tmpfs on the
+/// entries `tmpfs` of `TMPFS`, and a UTS namespace with `hostname` (None: the
+/// machine's). Async-signal-safe calls only and no allocation (runs after fork).
+fn make_node(tmpfs: &[usize], hostname: Option<&CStr>) -> Result<(), (u8, i32)> {
+    let null = std::ptr::null::<libc::c_char>();
+    // SAFETY: system calls given NUL-terminated strings that outlive them; they
+    // change only this process's namespaces.
+    unsafe {
+        step(0, libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWUTS))?;
+        // Else the mounts below would propagate to the machine's (shared) mounts.
+        step(1, libc::mount(null, c"/".as_ptr(), null, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()))?;
+        for &i in tmpfs {
+            let (dir, opts) = TMPFS[i];
+            let flags = libc::MS_NOSUID | libc::MS_NODEV;
+            step(
+                2 + i as u8,
+                libc::mount(c"tmpfs".as_ptr(), dir.as_ptr(), c"tmpfs".as_ptr(), flags, opts.as_ptr().cast()),
+            )?;
+        }
+        if let Some(h) = hostname {
+            step(5, libc::sethostname(h.as_ptr(), h.to_bytes().len()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs in a PE's pre_exec (async-signal-safe calls only, no allocation): joins
+/// its node's mount and UTS namespaces through the fds `ns` (open in the
+/// launcher, inherited until exec), then enters the working directory `cwd`
+/// again. When a call fails, writes its index in `STEPS` to `report`, so that
+/// the launcher can say which failed, and returns its errno.
+fn join_node(ns: [RawFd; 2], cwd: &CStr, report: RawFd) -> io::Result<()> {
+    // SAFETY: setns and chdir take open fds and a NUL-terminated string that
+    // outlive them, and change only this (forked) process.
+    let joined = unsafe {
+        step(6, libc::setns(ns[0], libc::CLONE_NEWNS))
+            .and_then(|()| step(7, libc::setns(ns[1], libc::CLONE_NEWUTS)))
+            // setns moves the PE to the namespace's root directory: every PE of
+            // the node goes back to the same path (which must not be under a tmpfs).
+            .and_then(|()| step(8, libc::chdir(cwd.as_ptr())))
+    };
+    joined.map_err(|(i, errno)| {
+        // SAFETY: write is async-signal-safe; it reads one byte of ours.
+        unsafe { libc::write(report, (&i as *const u8).cast(), 1) };
+        io::Error::from_raw_os_error(errno)
+    })
+}
+
+/// Makes a node's namespaces (see `make_node`) in a forked holder process, opens
+/// them through `/proc/<pid>/ns/*` to keep them for the job, and ends the holder.
+/// (The node's first PE could make them itself, but it may exit before the
+/// launcher opened them, and a dead process's namespaces are gone.)
+fn make_namespaces(tmpfs: &[usize], hostname: Option<&CStr>) -> Result<[File; 2], String> {
+    let (mut r, w) = io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
+    let launcher = std::process::id() as i32;
+    // SAFETY: the launcher has one thread, so the child may make any
+    // async-signal-safe call; it makes only such calls and never returns.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        // SAFETY: async-signal-safe calls; write reads our own buffer.
+        unsafe {
+            // Killed by the launcher below, or when the launcher dies.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if libc::getppid() != launcher {
+                libc::_exit(1);
+            }
+            // u8::MAX: made; else the failed step and its errno.
+            let mut msg = [u8::MAX; 5];
+            if let Err((i, errno)) = make_node(tmpfs, hostname) {
+                msg[0] = i;
+                msg[1..].copy_from_slice(&errno.to_ne_bytes());
+            }
+            libc::write(w.as_raw_fd(), msg.as_ptr().cast(), msg.len());
+            loop {
+                libc::pause();
+            }
+        }
+    }
+    if pid < 0 {
+        return Err(format!("cannot fork: {}", io::Error::last_os_error()));
+    }
+    drop(w);
+    let mut msg = [0u8; 5];
+    let open = |ns: &str| File::open(format!("/proc/{pid}/ns/{ns}"));
+    let made = match r.read_exact(&mut msg) {
+        Ok(()) if msg[0] == u8::MAX => open("mnt")
+            .and_then(|mnt| Ok([mnt, open("uts")?]))
+            .map_err(|e: io::Error| format!("cannot open the namespaces of the process that made them: {e}")),
+        Ok(()) => {
+            let errno = i32::from_ne_bytes([msg[1], msg[2], msg[3], msg[4]]);
+            let call = STEPS.get(usize::from(msg[0])).unwrap_or(&"?");
+            Err(format!("{call} failed ({})", io::Error::from_raw_os_error(errno)))
+        }
+        Err(e) => Err(format!("the process making them ended early ({e})")),
+    };
+    // SAFETY: pid is our child, not yet reaped; kill and waitpid have no memory effects.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        libc::waitpid(pid, std::ptr::null_mut(), 0);
+    }
+    made
+}
+
+/// `<host>-node<k>`, the hostname of simulated node k, with `host` shortened to
+/// fit the kernel's 64 bytes (HOST_NAME_MAX).
+fn node_hostname(host: &[u8], k: usize) -> Vec<u8> {
+    let suffix = format!("-node{k}");
+    [&host[..host.len().min(64 - suffix.len())], suffix.as_bytes()].concat()
+}
+
+/// A free TCP port on 127.0.0.1: binds port 0 and closes it again. A small
+/// race remains: another program may take the port before the bootstrap binds it.
+fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?.local_addr()?.port())
+}
+
+/// What `--simulate-nodes` adds to a job.
+struct Simulation {
+    /// The launcher's working directory, entered again in each node.
+    cwd: CString,
+    /// Per node: its mount and UTS namespaces, held open for the job.
+    ns: Vec<[File; 2]>,
+}
+
+impl Simulation {
+    /// Prints the layout of `nodes` and makes their namespaces.
+    fn new(nodes: &[Range<usize>], same_hostname: bool) -> Result<Simulation, String> {
+        let host = std::fs::read("/proc/sys/kernel/hostname")
+            .map_err(|e| format!("cannot read this machine's hostname: {e}"))?;
+        let host = host.trim_ascii_end();
+        let cwd = std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
+        let cwd = CString::new(cwd.into_os_string().into_vec()).map_err(|e| e.to_string())?;
+        let exists = |i: &usize| std::path::Path::new(OsStr::from_bytes(TMPFS[*i].0.to_bytes())).is_dir();
+        let tmpfs: Vec<usize> = (0..TMPFS.len()).filter(exists).collect();
+        let dirs: Vec<_> = tmpfs.iter().map(|&i| TMPFS[i].0.to_string_lossy()).collect();
+        let mut ns = Vec::new();
+        for (k, pes) in nodes.iter().enumerate() {
+            let name = if same_hostname { host.to_vec() } else { node_hostname(host, k) };
+            let shown = String::from_utf8_lossy(&name).into_owned();
+            say!("node {k}: PEs {}..={}, hostname {shown}, private {}", pes.start, pes.end - 1, dirs.join(" "));
+            let name = CString::new(name).map_err(|e| e.to_string())?;
+            let made = make_namespaces(&tmpfs, (!same_hostname).then_some(name.as_c_str()));
+            ns.push(made.map_err(|e| {
+                format!("making node {k}'s namespaces failed: {e}; needs root and a kernel with mount/UTS namespaces")
+            })?);
+        }
+        Ok(Simulation { cwd, ns })
+    }
+}
+
 /// One started PE.
 struct Pe {
     rank: usize,
@@ -217,14 +467,42 @@ fn describe(st: ExitStatus) -> String {
 
 fn run(o: &Options) -> i32 {
     install_signal_handlers();
-    let dir = match TempDir::new() {
-        Ok(d) => d,
-        Err(e) => {
-            say!("cannot create a temporary directory in {}: {e}", std::env::temp_dir().display());
-            return 1;
+    // SAFETY: geteuid has no memory effects.
+    if o.simulate_nodes.is_some() && unsafe { libc::geteuid() } != 0 {
+        say!("--simulate-nodes needs root (it makes mount and UTS namespaces); run it as root, e.g. in CI or a container");
+        return 1;
+    }
+    let nodes = node_layout(o.n, o.simulate_nodes.unwrap_or(1));
+    let mut sim: Option<Simulation> = None;
+    // The bootstrap: a Unix socket in a private directory (removed when `dir` drops),
+    // or TCP with simulated nodes, whose /tmp differ.
+    let mut dir = None;
+    let bootstrap: OsString = if o.simulate_nodes.is_some() {
+        match Simulation::new(&nodes, o.same_hostname) {
+            Ok(s) => sim = Some(s),
+            Err(e) => {
+                say!("--simulate-nodes: {e}");
+                return 1;
+            }
+        }
+        let port = match o.bootstrap_port.map_or_else(free_port, Ok) {
+            Ok(p) => p,
+            Err(e) => {
+                say!("cannot find a free TCP port on 127.0.0.1 for the bootstrap: {e}");
+                return 1;
+            }
+        };
+        say!("bootstrap: tcp://127.0.0.1:{port} (simulated nodes share this machine's network)");
+        format!("tcp://127.0.0.1:{port}").into()
+    } else {
+        match TempDir::new() {
+            Ok(d) => dir.insert(d).0.join("bootstrap.sock").into(),
+            Err(e) => {
+                say!("cannot create a temporary directory in {}: {e}", std::env::temp_dir().display());
+                return 1;
+            }
         }
     };
-    let socket = dir.0.join("bootstrap.sock");
     let secret = match Secret::generate_text() {
         Ok(s) => s,
         Err(e) => {
@@ -237,14 +515,16 @@ fn run(o: &Options) -> i32 {
     // Exit status of the first failure, once there is one.
     let mut failure: Option<i32> = None;
     for rank in 0..o.n {
+        let node = nodes.iter().position(|pes| pes.contains(&rank)).unwrap_or(0);
+        let local = &nodes[node];
         let mut cmd = Command::new(&o.command[0]);
         cmd.args(&o.command[1..])
             .stdin(Stdio::null())
             .env("GPUSHMEM_RANK", rank.to_string())
             .env("GPUSHMEM_SIZE", o.n.to_string())
-            .env("GPUSHMEM_LOCAL_RANK", rank.to_string())
-            .env("GPUSHMEM_LOCAL_SIZE", o.n.to_string())
-            .env("GPUSHMEM_BOOTSTRAP", &socket)
+            .env("GPUSHMEM_LOCAL_RANK", (rank - local.start).to_string())
+            .env("GPUSHMEM_LOCAL_SIZE", local.len().to_string())
+            .env("GPUSHMEM_BOOTSTRAP", &bootstrap)
             .env(SECRET_VAR, &secret)
             .process_group(0);
         if !o.gpus.is_empty() {
@@ -257,7 +537,20 @@ fn run(o: &Options) -> i32 {
                 cmd.env(k, v);
             }
         }
-        // SAFETY: prctl and getppid are async-signal-safe, as pre_exec requires.
+        // With simulated nodes: the node the PE joins (everything allocated
+        // here, before the fork), and a pipe on which it says which call failed.
+        let enter = sim.as_ref().map(|s| (s.ns[node].each_ref().map(File::as_raw_fd), s.cwd.clone()));
+        let report = match enter.as_ref().map(|_| io::pipe()).transpose() {
+            Ok(r) => r,
+            Err(e) => {
+                say!("cannot make a pipe: {e}");
+                failure = Some(1);
+                break;
+            }
+        };
+        let report_fd = report.as_ref().map_or(-1, |(_, w)| w.as_raw_fd());
+        // SAFETY: prctl, getppid and join_node's calls are async-signal-safe, as
+        // pre_exec requires, and nothing here allocates.
         unsafe {
             cmd.pre_exec(move || {
                 // If the launcher dies (even by SIGKILL), its PEs get SIGTERM rather than run on.
@@ -265,28 +558,63 @@ fn run(o: &Options) -> i32 {
                 if libc::getppid() != launcher {
                     return Err(io::Error::other("gpushmem-run exited"));
                 }
-                Ok(())
+                match &enter {
+                    Some((ns, cwd)) => join_node(*ns, cwd, report_fd),
+                    None => Ok(()),
+                }
             })
         };
-        match cmd.spawn() {
+        let spawned = cmd.spawn();
+        // On failure spawn has reaped the child, so with our write end closed the
+        // read cannot block: it gets the failed call's index, or end of file.
+        let failed_call = report.and_then(|(mut r, w)| {
+            drop(w);
+            let mut i = [0u8];
+            (spawned.is_err() && matches!(r.read(&mut i), Ok(1)))
+                .then(|| STEPS.get(usize::from(i[0])).copied())
+                .flatten()
+        });
+        match spawned {
             Ok(child) => pes.push(Pe { rank, pid: child.id() as i32, child, status: None }),
             Err(e) => {
                 let prog = display(&o.command[0]);
+                if let Some(call) = failed_call {
+                    let hint = if call.starts_with("chdir") {
+                        format!("the working directory must not be under {}: each node gets fresh ones", PRIVATE_DIRS)
+                    } else {
+                        format!(
+                            "joining node {node}'s namespaces failed; needs root and a kernel with mount/UTS namespaces"
+                        )
+                    };
+                    say!("cannot start PE {rank} as {prog:?}: {call} failed ({e}) (--simulate-nodes: {hint})");
+                    failure = Some(1);
+                    break;
+                }
                 let (code, hint) = match e.kind() {
                     io::ErrorKind::NotFound => (127, ": program not found (or its interpreter is missing)"),
                     io::ErrorKind::PermissionDenied => (126, ": permission denied"),
                     _ => (1, ""),
                 };
-                say!("cannot start PE {rank} as {prog:?}{hint} ({e})");
+                let note = match (sim.is_some(), e.kind()) {
+                    (true, io::ErrorKind::NotFound) => format!(
+                        " (--simulate-nodes: PROGRAM must not be under {PRIVATE_DIRS}: each node gets fresh, empty ones before it starts)"
+                    ),
+                    _ => String::new(),
+                };
+                say!("cannot start PE {rank} as {prog:?}{hint} ({e}){note}");
                 failure = Some(code);
                 break;
             }
         }
     }
     let code = supervise(&mut pes, failure, o.grace, o.wait_others);
-    drop(dir);
+    // Only now: the PEs no longer need the bootstrap socket's directory or the nodes' namespaces.
+    drop((dir, sim));
     code
 }
+
+/// For messages: the directories that simulated nodes have their own of.
+const PRIVATE_DIRS: &str = "/tmp, /dev/shm or /run/user";
 
 fn display(s: &OsStr) -> String {
     String::from_utf8_lossy(s.as_bytes()).into_owned()
@@ -378,7 +706,7 @@ mod tests {
     use clap::CommandFactory;
 
     fn parse(args: &[&str]) -> Result<Options, clap::Error> {
-        Options::try_parse_from(std::iter::once("gpushmem-run").chain(args.iter().copied()))
+        Options::try_parse_from(std::iter::once("gpushmem-run").chain(args.iter().copied())).and_then(Options::check)
     }
 
     #[test]
@@ -423,11 +751,67 @@ mod tests {
             &["-n", "2", "--gpus", "0,,1", "true"],
             &["-n", "2", "--grace", "-1", "true"],
             &["-n", "2", "--frobnicate", "true"],
+            &["-n", "2", "--simulate-nodes", "0", "true"],
+            &["-n", "2", "--simulate-nodes", "x", "true"],
+            &["--simulate-nodes", "5", "-n", "4", "true"],
+            &["-n", "2", "--same-hostname", "true"],
+            &["-n", "2", "--bootstrap-port", "5000", "true"],
+            &["-n", "2", "--simulate-nodes", "2", "--bootstrap-port", "0", "true"],
+            &["-n", "2", "--simulate-nodes", "2", "--bootstrap-port", "65536", "true"],
         ] {
             let e = parse(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}: {e}");
         }
         let e = parse(&["-n", "2", "--grace", "-1", "true"]).unwrap_err().to_string();
         assert!(e.contains("expects seconds"), "{e}");
+    }
+
+    #[test]
+    fn simulate_nodes_options() {
+        let o = parse(&[
+            "-n",
+            "4",
+            "--simulate-nodes",
+            "2",
+            "--same-hostname",
+            "--bootstrap-port",
+            "5000",
+            "prog",
+            "--same-hostname",
+        ])
+        .unwrap();
+        assert_eq!((o.n, o.simulate_nodes, o.same_hostname, o.bootstrap_port), (4, Some(2), true, Some(5000)));
+        assert_eq!(o.command, ["prog", "--same-hostname"]);
+        let o = parse(&["--simulate-nodes=4", "-n", "4", "prog"]).unwrap();
+        assert_eq!((o.simulate_nodes, o.same_hostname, o.bootstrap_port), (Some(4), false, None));
+        let o = parse(&["-n", "4", "prog"]).unwrap();
+        assert_eq!((o.simulate_nodes, o.same_hostname, o.bootstrap_port), (None, false, None));
+        let e = parse(&["--simulate-nodes", "5", "-n", "4", "true"]).unwrap_err().to_string();
+        assert!(e.contains("needs at least 5 PEs"), "{e}");
+    }
+
+    #[test]
+    fn node_layouts() {
+        assert_eq!(node_layout(4, 2), [0..2, 2..4]);
+        assert_eq!(node_layout(5, 2), [0..3, 3..5]);
+        assert_eq!(node_layout(3, 3), [0..1, 1..2, 2..3]);
+        assert_eq!(node_layout(7, 3), [0..3, 3..5, 5..7]);
+        assert_eq!(node_layout(4, 1), vec![Range { start: 0, end: 4 }]);
+        for n in 1..20 {
+            for k in 1..=n {
+                let l = node_layout(n, k);
+                // Consecutive blocks covering 0..n, each of n/k or n/k+1 PEs, the larger first.
+                assert_eq!((l.len(), l[0].start, l[k - 1].end), (k, 0, n));
+                assert!(l.windows(2).all(|w| w[0].end == w[1].start && w[0].len() >= w[1].len()));
+                assert!(l.iter().all(|r| r.len() == n / k || r.len() == n / k + 1), "{n} {k} {l:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn node_hostnames() {
+        assert_eq!(node_hostname(b"gpu7", 3), b"gpu7-node3");
+        let long = node_hostname(&[b'h'; 64], 12);
+        assert_eq!((long.len(), &long[57..]), (64, &b"-node12"[..]));
     }
 }
