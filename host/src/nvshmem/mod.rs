@@ -15,6 +15,7 @@
 //!   version equals the host library's, then `nvshmemx_cumodule_init`.
 //! - One PE per process: NVSHMEM has no PEs-as-threads mode.
 
+mod exit_guard;
 mod ffi;
 mod registration;
 
@@ -111,6 +112,9 @@ impl Runtime {
         )?;
         // SAFETY: as above; NVSHMEM initialises on the current context.
         check(unsafe { (lib.hostlib_init_attr)(INIT_WITH_UNIQUEID, &mut attr) }, "nvshmemx_hostlib_init_attr")?;
+        // NVSHMEM's proxy may now end the process with exit() behind a kernel
+        // that waits for it: bound that exit (see `exit_guard`).
+        exit_guard::install(exit_guard::GRACE);
         // SAFETY: NVSHMEM is initialised.
         let (their_me, their_n) = unsafe { ((lib.my_pe)(), (lib.n_pes)()) };
         if their_me != me as i32 || their_n != n as i32 {

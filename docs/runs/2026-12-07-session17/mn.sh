@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Session 17 (issue 38) on the GPU machine, one device call (carry stage, stage-ucx):
+#   bash docs/runs/2026-12-07-session17/mn.sh
+# 1. verify.sh part multinode: 2 simulated nodes on this one GPU (gpushmem-run --simulate-nodes).
+# 2. Stretch (NVSHMEM's network path): the NVSHMEM-engine ring across 2 simulated nodes with distinct
+#    hostnames (NVSHMEM then needs a remote transport between them) over UCX 1.22 (libucx-cu13 from PyPI,
+#    taken along), NVSHMEM_DEBUG=INFO, bounded by timeout; while it runs, what each thread waits in.
+set -uo pipefail
+root=$PWD
+out=${OUT:-$root/out}
+mkdir -p "$out"
+bash stage/run.sh true >/dev/null 2>&1
+# Inside a simulated node /tmp, /dev/shm and /run/user are fresh: the binaries must live elsewhere.
+bin=$root/stage/bin
+case "$bin" in /tmp/*|/dev/shm/*|/run/user/*) mkdir -p /opt/gpushmem && cp -a "$bin" /opt/gpushmem/ && bin=/opt/gpushmem/bin ;; esac
+echo "stage: $bin (pwd $root); hostname $(hostname); $(uname -r)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+python3 -c 'import nvidia.nvshmem, os; print("nvshmem package:", os.path.dirname(nvidia.nvshmem.__file__))' 2>&1
+OUT=$out bash "$bin/verify.sh" multinode
+# ---- stretch: UCX between simulated nodes ----
+if [ -f "$root/stage-ucx/ucx.tar.xz" ]; then
+  mkdir -p /opt/ucx && tar -C /opt/ucx -xJf "$root/stage-ucx/ucx.tar.xz"
+  cd "$bin"
+  export LD_LIBRARY_PATH=/opt/ucx/libucx/lib:/opt/ucx/libucx_cu13.libs:${LD_LIBRARY_PATH:-}
+  export UCX_MODULE_DIR=/opt/ucx/libucx/lib/ucx
+  for t in ucx; do
+    log=$out/stretch-$t-ring.log
+    (timeout -k 5 75 env GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TIMEOUT=20 NVSHMEM_DEBUG=INFO NVSHMEM_REMOTE_TRANSPORT=$t \
+      NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo UCX_NET_DEVICES=lo ./gpushmem-run --simulate-nodes 2 -n 2 -- ./ring-nvshmem \
+      >"$log" 2>&1; echo "exit $?" >>"$log") &
+    job=$!
+    sleep 50
+    for p in $(pgrep -f ring-nvshmem); do
+      echo "== pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | cut -c1-80)"
+      for task in /proc/$p/task/*; do
+        echo "  tid ${task##*/} $(cat $task/comm 2>/dev/null) state $(awk '{print $3}' $task/stat 2>/dev/null) wchan $(cat $task/wchan 2>/dev/null)"
+      done
+    done >"$out/stretch-$t-threads.txt" 2>&1
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv >>"$out/stretch-$t-threads.txt" 2>&1
+    wait $job
+    echo "stretch $t: $(tail -1 "$log"); $(grep -m3 -iE "abort|not supported|error" "$log" | cut -c1-200 | tr '\n' '|')"
+  done
+fi
