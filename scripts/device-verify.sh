@@ -114,6 +114,8 @@ if has multinode; then
     echo "verify multinode-native-$e-refused: $n of 2 PEs refused: $(grep -m1 "spans 2 nodes" "$logs/multinode-native-$e-refused.log" | cut -c1-220)"
     [ "$n" -eq 2 ] || rc=1
   done
+  # One hostname: gpushmem's census sees one node, and the native engine runs across the two mount namespaces.
+  step multinode-native-ring-same-hostname 90 "${sim[@]}" --same-hostname -n 2 -- ./ring
   for e in ring moe halo; do
     step "multinode-nvshmem-$e" 120 env GPUSHMEM_ENGINE=nvshmem "${sim[@]}" --same-hostname -n 2 -- "./$e-nvshmem"
   done

@@ -61,7 +61,7 @@ macro_rules! say {
 #[derive(Parser, Debug)]
 #[command(
     name = "gpushmem-run",
-    about = "Starts N processes of PROGRAM, one per PE, on this node.",
+    about = "Starts N processes of PROGRAM, one per PE, on this node (or on K simulated nodes).",
     override_usage = "gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] \
                       [--simulate-nodes K [--same-hostname] [--bootstrap-port P]] [--] PROGRAM [ARGS]...",
     after_help = "\
@@ -556,7 +556,8 @@ fn run(o: &Options) -> i32 {
                 // If the launcher dies (even by SIGKILL), its PEs get SIGTERM rather than run on.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
                 if libc::getppid() != launcher {
-                    return Err(io::Error::other("gpushmem-run exited"));
+                    // (No allocation after fork: an OS error, not a message.)
+                    return Err(io::Error::from_raw_os_error(libc::ESRCH));
                 }
                 match &enter {
                     Some((ns, cwd)) => join_node(*ns, cwd, report_fd),

@@ -35,7 +35,7 @@ pub enum Rendezvous {
 
 impl Rendezvous {
     /// Parses a `GPUSHMEM_BOOTSTRAP` value: `tcp://HOST:PORT` (an IPv6
-    /// address in brackets: `tcp://[fe80::1]:29500`), `unix:PATH`, or a path.
+    /// address in brackets: `tcp://[2001:db8::7]:29500`), `unix:PATH`, or a path.
     pub fn parse(value: &str) -> Result<Rendezvous> {
         let bad = |why: String| Error::Config { name: "GPUSHMEM_BOOTSTRAP".into(), value: value.into(), why };
         if let Some(rest) = value.strip_prefix("tcp://") {

@@ -8,7 +8,7 @@
 //! | gpushmem-run | GPUSHMEM_RANK | GPUSHMEM_SIZE | GPUSHMEM_LOCAL_RANK | GPUSHMEM_LOCAL_SIZE |
 //! | Open MPI | OMPI_COMM_WORLD_RANK | OMPI_COMM_WORLD_SIZE | OMPI_COMM_WORLD_LOCAL_RANK | OMPI_COMM_WORLD_LOCAL_SIZE |
 //! | PMI (MPICH, Intel MPI) | PMI_RANK | PMI_SIZE | MPI_LOCALRANKID | MPI_LOCALNRANKS |
-//! | Slurm (srun) | SLURM_PROCID | SLURM_NTASKS | SLURM_LOCALID | SLURM_NTASKS_PER_NODE if a plain number |
+//! | Slurm (srun) | SLURM_PROCID | SLURM_NTASKS | SLURM_LOCALID | SLURM_STEP_TASKS_PER_NODE, else SLURM_NTASKS_PER_NODE, if a plain number |
 //!
 //! A missing local rank or size defaults to the global one (a one-node job).
 //! `GPUSHMEM_DEVICE`, if set, is the PE's GPU ordinal for every launcher.
@@ -32,9 +32,11 @@
 //!    checks alone keep strangers out; a directory that group or others may
 //!    write gets a warning in the log, since another user can take the path
 //!    there first.
-//! 2. A job whose PEs span nodes — the launcher's local size is below its
-//!    size, or, under Slurm, `SLURM_STEP_NUM_NODES` (else `SLURM_NNODES`) is
-//!    over 1: under Slurm (ranks from Slurm's variables), TCP at the first host
+//! 2. A job whose PEs span nodes — under Slurm, `SLURM_STEP_NUM_NODES` over 1
+//!    (the step's word wins); otherwise the launcher's local size below its
+//!    size, or, under Slurm without a step node count, `SLURM_NNODES` over 1
+//!    (the local size under Slurm: `SLURM_STEP_TASKS_PER_NODE`, else
+//!    `SLURM_NTASKS_PER_NODE`, when a plain number): under Slurm (ranks from Slurm's variables), TCP at the first host
 //!    of `SLURM_STEP_NODELIST` (else `SLURM_JOB_NODELIST`), where task 0 runs,
 //!    on port `GPUSHMEM_BOOTSTRAP_PORT` or else one derived from
 //!    `SLURM_JOB_ID` and `SLURM_STEP_ID` (20000–29999,
@@ -205,8 +207,15 @@ impl LaunchEnv {
             return Err(bad(src.rank, &rank.to_string(), format!("must be less than {}={size}", src.size)));
         }
         let local_size = if src.name == "Slurm" {
-            // Slurm writes e.g. "2(x3)" when nodes run different task counts: then only the size is known.
-            get(src.local_size).and_then(|v| v.trim().parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(size)
+            // The step's own count first: SLURM_NTASKS_PER_NODE is the job's, which an
+            // `srun -N1` inside a larger allocation inherits. Slurm writes e.g. "2(x3)"
+            // when nodes run different task counts: then only the size is known.
+            ["SLURM_STEP_TASKS_PER_NODE", src.local_size]
+                .into_iter()
+                .find_map(&get)
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .filter(|&n| n > 0)
+                .unwrap_or(size)
         } else {
             number(src.local_size)?.unwrap_or(size)
         };
@@ -257,16 +266,23 @@ fn spans_nodes(
     size: usize,
     local: usize,
 ) -> Result<Option<String>> {
+    let nodes = |var: &str| -> Result<Option<usize>> {
+        get(var)
+            .map(|v| v.trim().parse::<usize>().map_err(|_| bad(var, &v, "expected a number of nodes".into())))
+            .transpose()
+    };
+    // A Slurm step's node count is the word on it (the job's variables may describe a larger allocation).
+    if src.name == "Slurm" {
+        if let Some(n) = nodes("SLURM_STEP_NUM_NODES")? {
+            return Ok((n > 1).then(|| format!("SLURM_STEP_NUM_NODES={n}")));
+        }
+    }
     if local < size {
         return Ok(Some(format!("{}={local} of {}={size} PEs are on this node", src.local_size, src.size)));
     }
-    if src.name != "Slurm" {
-        return Ok(None);
-    }
-    for var in ["SLURM_STEP_NUM_NODES", "SLURM_NNODES"] {
-        if let Some(v) = get(var) {
-            let n = v.trim().parse::<usize>().map_err(|_| bad(var, &v, "expected a number of nodes".into()))?;
-            return Ok((n > 1).then(|| format!("{var}={n}")));
+    if src.name == "Slurm" {
+        if let Some(n) = nodes("SLURM_NNODES")? {
+            return Ok((n > 1).then(|| format!("SLURM_NNODES={n}")));
         }
     }
     Ok(None)
@@ -495,6 +511,10 @@ mod tests {
         let uneven = [("SLURM_NTASKS_PER_NODE", "2(x2)"), ("SLURM_NNODES", "2"), ("SLURM_JOB_NODELIST", "a,b")];
         let e = lookup(&[&base[..], &uneven].concat()).unwrap().unwrap();
         assert_eq!((e.local_size, e.rendezvous.to_string().starts_with("tcp://a:")), (4, true));
+        // `srun -N1 -n4` inside a 2-node allocation of 2 tasks per node: one node, whatever the job's variables.
+        let step = [("SLURM_NTASKS_PER_NODE", "2"), ("SLURM_NNODES", "2"), ("SLURM_STEP_NUM_NODES", "1")];
+        let e = lookup(&[&base[..], &step, &[("SLURM_STEP_TASKS_PER_NODE", "4")]].concat()).unwrap().unwrap();
+        assert_eq!((e.local_size, e.rendezvous.is_tcp()), (4, false));
         // Two nodes and no node list: an error saying what to set.
         let e = lookup(&[&base[..], &[("SLURM_STEP_NUM_NODES", "2")]].concat()).unwrap_err().to_string();
         assert!(e.contains("GPUSHMEM_BOOTSTRAP") && e.contains("SLURM_STEP_NUM_NODES=2"), "{e}");

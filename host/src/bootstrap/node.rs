@@ -61,13 +61,16 @@ impl Nodes {
         format!("{}{more}", all.join("; "))
     }
 
-    /// [`Error::Engine`] unless the native engine can run this job: its PEs
-    /// must all be on one node. Every PE gets the same answer from the same census.
+    /// [`Error::Config`] naming `GPUSHMEM_ENGINE` unless the native engine can
+    /// run this job: its PEs must all be on one node. Every PE gets the same
+    /// answer from the same census.
     pub fn check_native(&self) -> Result<()> {
         if self.count() <= 1 {
             return Ok(());
         }
-        Err(Error::Engine {
+        Err(Error::Config {
+            name: "GPUSHMEM_ENGINE".into(),
+            value: "native".into(),
             why: format!(
                 "the native engine's loads and stores reach one node; this job spans {} nodes ({}): build and \
                  run with GPUSHMEM_ENGINE=nvshmem",

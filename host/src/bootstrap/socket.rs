@@ -109,6 +109,13 @@ const HELLO_LEN: usize = 16 + NONCE + PROOF;
 const PROOF_HELLO: &[u8] = b"gpushmem bootstrap: PE to PE 0";
 const PROOF_READY: &[u8] = b"gpushmem bootstrap: PE 0 to PE";
 
+/// Over TCP, with [`MAX_PENDING`] connections pending, how long the oldest
+/// may have been silent before PE 0 drops it to admit a newer one: anyone who
+/// reaches the port can connect, so a flood of silent connections must not
+/// keep real PEs waiting in the kernel's queue. A real PE answers the
+/// challenge at once (one HMAC), well within this.
+const TCP_PENDING_EVICT: Duration = Duration::from_secs(1);
+
 /// How long PE 0 waits for one connection's hello before dropping it (PE 0
 /// handshakes with every connection at once, so a silent one holds up no other).
 const HELLO_WAIT: Duration = Duration::from_secs(5);
@@ -602,6 +609,7 @@ type Slot = Option<(Conn, [u8; PROOF])>;
 fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
     let size = env.size;
     let at = env.rendezvous.to_string();
+    let over_tcp = env.rendezvous.is_tcp();
     let deadline = Instant::now() + timeout;
     // Everyone is connected (or the job failed) when this returns: nobody else
     // needs a socket file (`_unlink` removes it).
@@ -635,8 +643,9 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         let mut what = format!("connect (PE 0 listening at {at}");
         if silent > 0 {
             what += &format!(
-                "; {silent} silent connection(s) of this user: connected but sent no hello (not PEs of this \
-                 job, or stuck)"
+                "; {silent} silent connection(s){}: connected but sent no hello (not PEs of this \
+                 job, or stuck)",
+                if over_tcp { "" } else { " of this user" }
             );
         }
         if let Some(r) = refused.summary() {
@@ -656,6 +665,11 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         }
         let before = pending.len();
         pending.retain(|p| p.until > now);
+        // Over TCP a full set of pending handshakes makes room: the oldest
+        // silent one goes (see `TCP_PENDING_EVICT`).
+        if over_tcp && pending.len() >= MAX_PENDING && now >= pending[0].since + TCP_PENDING_EVICT {
+            pending.remove(0);
+        }
         silent += before - pending.len();
         // Watch the connected PEs too: one that dies now fails the job at once.
         let connected: Vec<usize> = (1..size).filter(|&pe| links[pe].is_some()).collect();
@@ -669,7 +683,10 @@ fn serve(env: &LaunchEnv, timeout: Duration) -> Result<Vec<Link>> {
         if pending.len() < MAX_PENDING {
             fds.push(pollfd(listener.as_raw_fd(), libc::POLLIN));
         }
-        let wake_at = pending.iter().map(|p| p.until).fold(deadline, Instant::min);
+        let mut wake_at = pending.iter().map(|p| p.until).fold(deadline, Instant::min);
+        if over_tcp && pending.len() >= MAX_PENDING {
+            wake_at = wake_at.min(pending[0].since + TCP_PENDING_EVICT);
+        }
         if let Err(e) = poll(&mut fds, wake_at) {
             // Tell the PEs connected so far, rather than leave them to their timeout.
             let why = format!("PE 0 failed waiting for PEs to connect: {e}");
@@ -836,6 +853,8 @@ struct Pending {
     hello: Incoming,
     /// When PE 0 stops waiting for the hello.
     until: Instant,
+    /// When PE 0 challenged it.
+    since: Instant,
 }
 
 impl Pending {
@@ -859,7 +878,7 @@ impl Pending {
         // A fresh connection's buffer has room for it: this does not wait.
         write_frame(&stream, Kind::Challenge, 0, 0, &[&MAGIC.to_le_bytes()[..], &nonce].concat(), None, until)
             .map_err(Turned::Silent)?;
-        Ok(Pending { stream, who, nonce, hello: Incoming::default(), until })
+        Ok(Pending { stream, who, nonce, hello: Incoming::default(), until, since: Instant::now() })
     }
 
     /// Checks a complete hello (its form, then its proof of the secret) and

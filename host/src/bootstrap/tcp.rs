@@ -8,9 +8,25 @@ use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-/// The addresses `host:port` resolves to (getaddrinfo), IPv4 first.
-pub(super) fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
-    let mut addrs: Vec<SocketAddr> = (host, port).to_socket_addrs()?.collect();
+/// The addresses `host:port` resolves to (getaddrinfo), IPv4 first, never
+/// waiting past `deadline`: a resolver that does not answer is `TimedOut`
+/// (the lookup runs on a thread of its own, left to finish on its own).
+pub(super) fn resolve(host: &str, port: u16, deadline: Instant) -> io::Result<Vec<SocketAddr>> {
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let name = host.to_string();
+    std::thread::Builder::new().name("gpushmem-resolve".into()).spawn(move || {
+        let _ = tx.send((name.as_str(), port).to_socket_addrs().map(|a| a.collect::<Vec<SocketAddr>>()));
+    })?;
+    let left = deadline.saturating_duration_since(Instant::now());
+    let mut addrs = match rx.recv_timeout(left) {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, format!("resolving {host} took past the deadline")))
+        }
+    };
     addrs.sort_by_key(|a| a.is_ipv6());
     addrs.dedup();
     if addrs.is_empty() {
@@ -19,24 +35,32 @@ pub(super) fn resolve(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     Ok(addrs)
 }
 
+/// Whether `host` names this machine's loopback interface only: `localhost`
+/// or a loopback address (a job on one machine, e.g. simulated nodes).
+fn is_loopback_name(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 /// PE 0's TCP listener for a rendezvous at `host:port`: on the loopback
-/// address when `host` is only that (a job on one machine), else on every
-/// interface of `host`'s address family, since the name other nodes know
-/// PE 0's node by may resolve on that node itself to an address other than
-/// theirs (Debian maps a host's own name to 127.0.1.1). The job's secret, not
-/// the interface, keeps strangers out.
+/// address when `host` is `localhost` or a loopback address, else on every
+/// interface (IPv6 and IPv4 where the host has IPv6, else IPv4), since the
+/// name other nodes know PE 0's node by often resolves on that node itself to
+/// a loopback address (Debian and Ubuntu map a host's own name to 127.0.1.1 in
+/// `/etc/hosts`). The job's secret, not the interface, keeps strangers out.
 pub(super) fn listen_tcp(host: &str, port: u16) -> io::Result<TcpListener> {
-    let addrs = resolve(host, port)?;
-    let addr = if addrs.iter().all(|a| a.ip().is_loopback()) {
-        addrs[0]
-    } else if addrs[0].is_ipv4() {
-        SocketAddr::from(([0, 0, 0, 0], port))
+    let l = if is_loopback_name(host) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        TcpListener::bind(resolve(host, port, deadline)?[0])?
     } else {
-        SocketAddr::from(([0u16; 8], port))
+        // std sets SO_REUSEADDR (a port in TIME_WAIT after the last job is
+        // free) and close-on-exec; a port another process listens on is
+        // AddrInUse. `[::]` takes IPv4 too (Linux's default dual stack).
+        match TcpListener::bind(SocketAddr::from(([0u16; 8], port))) {
+            Ok(l) => l,
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => return Err(e),
+            Err(_) => TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], port)))?,
+        }
     };
-    // std sets SO_REUSEADDR (a port in TIME_WAIT after the last job is free)
-    // and close-on-exec; a port another process listens on is AddrInUse.
-    let l = TcpListener::bind(addr)?;
     l.set_nonblocking(true)?;
     Ok(l)
 }
@@ -48,19 +72,6 @@ pub(super) fn dial_tcp(addr: SocketAddr, deadline: Instant) -> io::Result<TcpStr
     let s = TcpStream::connect_timeout(&addr, left)?;
     let _ = s.set_nodelay(true);
     Ok(s)
-}
-
-/// Whether a failed [`dial_tcp`] may succeed later: nothing listens yet (PE 0
-/// not started), or the network does not route yet (a node coming up).
-pub(super) fn worth_retrying(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::ConnectionRefused
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::HostUnreachable
-            | io::ErrorKind::NetworkUnreachable
-            | io::ErrorKind::Interrupted
-    )
 }
 
 /// PE 0's listener for a rendezvous at `host:port` ([`listen_tcp`]), with
@@ -86,7 +97,7 @@ pub(super) fn listen_at(host: &str, port: u16) -> Result<TcpListener> {
 pub(super) fn dial_pe0(me: usize, host: &str, port: u16, timeout: Duration, deadline: Instant) -> Result<TcpStream> {
     let at = format!("tcp://{host}:{port}");
     loop {
-        let attempt = resolve(host, port).and_then(|addrs| {
+        let attempt = resolve(host, port, deadline).and_then(|addrs| {
             let mut err = None;
             for a in addrs {
                 match dial_tcp(a, deadline) {
@@ -99,10 +110,9 @@ pub(super) fn dial_pe0(me: usize, host: &str, port: u16, timeout: Duration, dead
         let last = match attempt {
             Ok(s) => return Ok(s),
             // PE 0 not up yet, a route or a name (DNS of a node coming up) not
-            // there yet: worth another try; anything else is not.
-            Err(e) if worth_retrying(&e) || matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::Other) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => e,
-            Err(source) => return Err(Error::BootstrapIo { me, what: format!("connect to PE 0 at {at}"), source }),
+            // there yet, a full listen queue: worth another try until the
+            // deadline. Lookup failures have no stable error kind: all retried.
+            Err(e) => e,
         };
         let now = Instant::now();
         if now >= deadline {
@@ -126,6 +136,9 @@ mod tests {
         let l = listen_tcp("127.0.0.1", 0).unwrap();
         let addr = l.local_addr().unwrap();
         assert!(addr.ip().is_loopback());
+        // A host name that is not a loopback literal: every interface, whatever it resolves to here.
+        let any = listen_tcp("this-name-need-not-resolve", 0).unwrap();
+        assert!(any.local_addr().unwrap().ip().is_unspecified(), "{:?}", any.local_addr());
         let deadline = Instant::now() + Duration::from_secs(5);
         let c = dial_tcp(addr, deadline).unwrap();
         let listener = Listener::Tcp(l);
@@ -142,7 +155,7 @@ mod tests {
         // Nothing listens any more: refused, worth retrying.
         drop(listener);
         let e = dial_tcp(addr, deadline).unwrap_err();
-        assert!(worth_retrying(&e), "{e}");
+        assert_eq!(e.kind(), io::ErrorKind::ConnectionRefused, "{e}");
     }
 
     #[test]

@@ -10,56 +10,111 @@
 //!
 //! So once `exit` starts (an `atexit` handler registered after NVSHMEM's
 //! init, hence run before the CUDA runtime's own), a watchdog thread gives the
-//! process [`GRACE`] to end and then ends it with `_exit`, saying why.
+//! process [`GRACE`] (or `GPUSHMEM_EXIT_TIMEOUT` seconds; `0`: no watchdog) to
+//! end, and then ends it with `_exit` and the status `exit` was given, saying why.
 
-use std::sync::{Condvar, Mutex, Once};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Once;
 use std::time::Duration;
 
-/// How long an exiting process may take before the watchdog ends it.
-pub const GRACE: Duration = Duration::from_secs(10);
+/// How long an exiting process may take before the watchdog ends it, unless
+/// `GPUSHMEM_EXIT_TIMEOUT` says otherwise (seconds; `0`: never).
+pub const GRACE: Duration = Duration::from_secs(30);
 
-/// Exit status of a process the watchdog ends.
+/// Exit status of a process the watchdog ends when the status `exit` was
+/// given is unknown.
 pub const EXIT_CODE: i32 = 70;
 
-static EXITING: (Mutex<bool>, Condvar) = (Mutex::new(false), Condvar::new());
+/// The status `exit` was called with (glibc's `on_exit` tells), else [`EXIT_CODE`].
+static STATUS: AtomicI32 = AtomicI32::new(EXIT_CODE);
+/// The write end of the watchdog's pipe, once installed (`u64::MAX`: none).
+static WAKE: AtomicU64 = AtomicU64::new(u64::MAX);
 
-extern "C" fn on_exit() {
-    let (lock, cv) = &EXITING;
-    *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
-    cv.notify_all();
+/// Arms the watchdog. Async-signal-safe and lock-free: `exit` may be called
+/// from any thread, or in a child that `fork` made while another thread held a lock.
+fn arm(status: i32) {
+    STATUS.store(status, Ordering::SeqCst);
+    let fd = WAKE.load(Ordering::SeqCst);
+    if fd != u64::MAX {
+        // SAFETY: writes one byte from a live buffer to a pipe this process keeps open.
+        unsafe { libc::write(fd as i32, b"x".as_ptr().cast(), 1) };
+    }
 }
 
-/// Installs the watchdog, once per process: from then on an `exit` that has not
-/// ended the process after `grace` ends it with status [`EXIT_CODE`].
+#[cfg(target_env = "gnu")]
+extern "C" fn on_exit_status(status: libc::c_int, _: *mut libc::c_void) {
+    arm(status);
+}
+
+#[cfg(target_env = "gnu")]
+extern "C" {
+    // glibc: like `atexit`, with the status `exit` was given.
+    fn on_exit(f: extern "C" fn(libc::c_int, *mut libc::c_void), arg: *mut libc::c_void) -> libc::c_int;
+}
+
+#[cfg(not(target_env = "gnu"))]
+extern "C" fn on_exit_plain() {
+    arm(EXIT_CODE);
+}
+
+/// The grace `GPUSHMEM_EXIT_TIMEOUT` sets (seconds, `0`: no watchdog), else `default`.
+pub fn grace_from_env(default: Duration) -> Option<Duration> {
+    match std::env::var("GPUSHMEM_EXIT_TIMEOUT").ok().and_then(|v| v.trim().parse::<f64>().ok()) {
+        Some(0.0) => None,
+        Some(s) if s.is_finite() && s > 0.0 => Some(Duration::from_secs_f64(s)),
+        _ => Some(default),
+    }
+}
+
+/// Installs the watchdog, once per process: from then on an `exit` that has
+/// not ended the process after `grace` ends it with the status `exit` was
+/// given (glibc), saying why on stderr.
 pub fn install(grace: Duration) {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        let mut fds = [0 as libc::c_int; 2];
+        // SAFETY: pipe2 writes two descriptors into a live array of two.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            log::warn!("no exit watchdog (no pipe: {}): a stuck exit would hang", std::io::Error::last_os_error());
+            return;
+        }
+        // SAFETY: both descriptors are fresh and ours; the write end stays open for the process's life.
+        let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
         let spawned = std::thread::Builder::new().name("gpushmem-exit-guard".into()).spawn(move || {
-            let (lock, cv) = &EXITING;
-            let mut exiting = lock.lock().unwrap_or_else(|p| p.into_inner());
-            while !*exiting {
-                exiting = cv.wait(exiting).unwrap_or_else(|p| p.into_inner());
-            }
-            drop(exiting);
+            let mut b = [0u8; 1];
+            // Blocks until `exit` arms it (EINTR: try again).
+            // SAFETY: reads into a live one-byte buffer from our pipe.
+            while unsafe { libc::read(rx.as_raw_fd(), b.as_mut_ptr().cast(), 1) } != 1 {}
             std::thread::sleep(grace);
+            let status = STATUS.load(Ordering::SeqCst);
             let msg = format!(
-                "gpushmem: this process called exit() {grace:?} ago and has not ended: a kernel is still running, \
-                 most likely waiting inside NVSHMEM's device code for its proxy thread, which ended the process \
-                 (NVSHMEM's error above says why); ending it now with status {EXIT_CODE}\n"
+                "gpushmem: this process called exit({status}) {grace:?} ago and has not ended: a kernel is still \
+                 running, most likely waiting inside NVSHMEM's device code for its proxy thread, which ended the \
+                 process (NVSHMEM's error above says why); ending it now (GPUSHMEM_EXIT_TIMEOUT sets this bound)\n"
             );
             // SAFETY: writes a live buffer to stderr, then ends the process at once: the
             // teardown that is stuck is exactly what must not run.
             unsafe {
                 libc::write(2, msg.as_ptr().cast(), msg.len());
-                libc::_exit(EXIT_CODE);
+                libc::_exit(status);
             }
         });
-        match spawned {
-            // SAFETY: registers a handler that only sets a flag and signals a condition variable.
-            Ok(_) => unsafe {
-                libc::atexit(on_exit);
-            },
-            Err(e) => log::warn!("no exit watchdog (cannot start its thread: {e}): a stuck exit would hang"),
+        if let Err(e) = spawned {
+            log::warn!("no exit watchdog (cannot start its thread: {e}): a stuck exit would hang");
+            return;
+        }
+        WAKE.store(tx.as_raw_fd() as u64, Ordering::SeqCst);
+        std::mem::forget(tx);
+        // SAFETY: registers a handler that only stores an integer and writes one byte to a pipe.
+        #[cfg(target_env = "gnu")]
+        unsafe {
+            on_exit(on_exit_status, std::ptr::null_mut());
+        }
+        // SAFETY: as above.
+        #[cfg(not(target_env = "gnu"))]
+        unsafe {
+            libc::atexit(on_exit_plain);
         }
     });
 }
@@ -100,7 +155,8 @@ mod tests {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(EXIT_CODE), "{err}");
+        // The status exit() was given (glibc's on_exit tells it).
+        assert_eq!(out.status.code(), Some(if cfg!(target_env = "gnu") { 3 } else { EXIT_CODE }), "{err}");
         assert!(err.contains("has not ended") && err.contains("NVSHMEM"), "{err}");
         assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
     }

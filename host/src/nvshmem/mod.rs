@@ -114,7 +114,9 @@ impl Runtime {
         check(unsafe { (lib.hostlib_init_attr)(INIT_WITH_UNIQUEID, &mut attr) }, "nvshmemx_hostlib_init_attr")?;
         // NVSHMEM's proxy may now end the process with exit() behind a kernel
         // that waits for it: bound that exit (see `exit_guard`).
-        exit_guard::install(exit_guard::GRACE);
+        if let Some(grace) = exit_guard::grace_from_env(exit_guard::GRACE) {
+            exit_guard::install(grace);
+        }
         // SAFETY: NVSHMEM is initialised.
         let (their_me, their_n) = unsafe { ((lib.my_pe)(), (lib.n_pes)()) };
         if their_me != me as i32 || their_n != n as i32 {
