@@ -29,3 +29,36 @@ fn a_bad_setting_is_named() {
     assert!(!ok);
     assert!(text.contains("GPUSHMEM_TIMEOUT"), "{text}");
 }
+
+#[test]
+fn says_which_rendezvous_a_launch_would_use() {
+    // srun -N2 --ntasks-per-node=2: TCP at the step's first node, on the port from the job.
+    let slurm = [
+        ("SLURM_PROCID", "1"),
+        ("SLURM_NTASKS", "4"),
+        ("SLURM_LOCALID", "1"),
+        ("SLURM_STEP_NUM_NODES", "2"),
+        ("SLURM_STEP_TASKS_PER_NODE", "2"),
+        ("SLURM_STEP_NODELIST", "gpu[11-12]"),
+        ("SLURM_JOB_ID", "77"),
+        ("SLURM_STEP_ID", "0"),
+        ("GPUSHMEM_BOOTSTRAP_PORT", "29500"),
+    ];
+    let (ok, text) = info(&slurm);
+    assert!(ok, "{text}");
+    assert!(text.contains("rendezvous tcp://gpu11:29500 (TCP: PEs on any node meet there)"), "{text}");
+    assert!(text.contains("NOT SET: a TCP rendezvous refuses to start without one"), "{text}");
+    // Open MPI across nodes without GPUSHMEM_BOOTSTRAP: the error saying what to set.
+    let ompi = [
+        ("OMPI_COMM_WORLD_RANK", "0"),
+        ("OMPI_COMM_WORLD_SIZE", "8"),
+        ("OMPI_COMM_WORLD_LOCAL_RANK", "0"),
+        ("OMPI_COMM_WORLD_LOCAL_SIZE", "4"),
+    ];
+    let (ok, text) = info(&ompi);
+    assert!(!ok);
+    assert!(text.contains("this job spans nodes") && text.contains("GPUSHMEM_BOOTSTRAP=tcp://"), "{text}");
+    // One node: the Unix socket.
+    let (ok, text) = info(&[("GPUSHMEM_RANK", "0"), ("GPUSHMEM_SIZE", "2")]);
+    assert!(ok && text.contains("(Unix socket in a private directory: PEs of this node only)"), "{text}");
+}

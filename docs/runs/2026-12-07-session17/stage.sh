@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 export PATH="$PWD/.tools/bin:$PATH"
-cargo build --release --quiet --bin gpushmem-run --bin gpushmem-info --example ring --example moe --example halo
+cargo build --release --quiet -p gpushmem --bin gpushmem-run --bin gpushmem-info
+cargo build --release --quiet --example ring --example moe --example halo
 GPUSHMEM_ENGINE=nvshmem cargo build --release --quiet --examples --target-dir target/nvshmem
 nvgpu=$(GPUSHMEM_ENGINE=nvshmem cargo test --release --test gpu --no-run --target-dir target/nvshmem --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
