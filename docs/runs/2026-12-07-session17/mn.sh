@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 17 (issue 38) on the GPU machine, one device call (carry stage, stage-ucx):
-#   bash docs/runs/2026-12-07-session17/mn.sh
+# Session 17 (issue 38) on the GPU machine (carry stage, stage-ucx), two device calls:
+#   bash docs/runs/2026-12-07-session17/mn.sh verify     # 1.
+#   bash docs/runs/2026-12-07-session17/mn.sh stretch    # 2.
 # 1. verify.sh part multinode: 2 simulated nodes on this one GPU (gpushmem-run --simulate-nodes).
 # 2. Stretch (NVSHMEM's network path): the NVSHMEM-engine ring across 2 simulated nodes with distinct
 #    hostnames (NVSHMEM then needs a remote transport between them) over UCX 1.22 (libucx-cu13 from PyPI,
@@ -16,20 +17,32 @@ case "$bin" in /tmp/*|/dev/shm/*|/run/user/*) mkdir -p /opt/gpushmem && cp -a "$
 echo "stage: $bin (pwd $root); hostname $(hostname); $(uname -r)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c 'import nvidia.nvshmem, os; print("nvshmem package:", os.path.dirname(nvidia.nvshmem.__file__))' 2>&1
-OUT=$out bash "$bin/verify.sh" multinode
+what=${1:-verify}
+[ "$what" = verify ] && OUT=$out bash "$bin/verify.sh" multinode
 # ---- stretch: UCX between simulated nodes ----
-if [ -f "$root/stage-ucx/ucx.tar.xz" ]; then
+if [ "$what" = stretch ] && [ -f "$root/stage-ucx/ucx.tar.xz" ]; then
   mkdir -p /opt/ucx && tar -C /opt/ucx -xJf "$root/stage-ucx/ucx.tar.xz"
   cd "$bin"
   export LD_LIBRARY_PATH=/opt/ucx/libucx/lib:/opt/ucx/libucx_cu13.libs:${LD_LIBRARY_PATH:-}
   export UCX_MODULE_DIR=/opt/ucx/libucx/lib/ucx
-  for t in ucx; do
+  # libfabric 1.17 and its verbs/psm libraries from Debian bookworm's packages (NVSHMEM's libfabric
+  # transport accepts the personas verbs, cxi and efa; with verbs it asks fi_getinfo for RDM endpoints
+  # with FI_RMA|FI_HMEM|FI_ATOMIC, here offered FI_PROVIDER=tcp).
+  if [ -f "$root/stage-ucx/libfabric.tar.xz" ]; then
+    mkdir -p /opt/lf && tar -C /opt/lf -xJf "$root/stage-ucx/libfabric.tar.xz"
+    export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/opt/lf/usr/lib/x86_64-linux-gnu:/opt/lf/lib/x86_64-linux-gnu
+  fi
+  # ucx-noguard: the exit watchdog off (GPUSHMEM_EXIT_TIMEOUT=0), to see what each thread waits in;
+  # ucx: the watchdog on (10 s); libfabric.
+  for t in ucx-noguard ucx libfabric; do
     log=$out/stretch-$t-ring.log
-    (timeout -k 5 75 env GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TIMEOUT=20 NVSHMEM_DEBUG=INFO NVSHMEM_REMOTE_TRANSPORT=$t \
+    guard=10; [ "$t" = ucx-noguard ] && guard=0
+    (timeout -k 5 60 env GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TIMEOUT=20 GPUSHMEM_EXIT_TIMEOUT=$guard NVSHMEM_DEBUG=INFO \
+      NVSHMEM_REMOTE_TRANSPORT=${t%-noguard} NVSHMEM_LIBFABRIC_PROVIDER=verbs FI_PROVIDER=tcp FI_LOG_LEVEL=warn \
       NVSHMEM_BOOTSTRAP_UID_SOCK_IFNAME=lo UCX_NET_DEVICES=lo ./gpushmem-run --simulate-nodes 2 -n 2 -- ./ring-nvshmem \
       >"$log" 2>&1; echo "exit $?" >>"$log") &
     job=$!
-    sleep 50
+    sleep 40
     for p in $(pgrep -f ring-nvshmem); do
       echo "== pid $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null | cut -c1-80)"
       for task in /proc/$p/task/*; do
