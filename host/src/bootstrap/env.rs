@@ -477,6 +477,12 @@ mod tests {
             config_var(lookup(&[&two_nodes[..], &[("GPUSHMEM_BOOTSTRAP", "tcp://n1")]].concat())),
             "GPUSHMEM_BOOTSTRAP"
         );
+        // MPICH/Intel MPI (Hydra) across nodes: the same, from PMI's variables.
+        let hydra = [("PMI_RANK", "3"), ("PMI_SIZE", "4"), ("MPI_LOCALRANKID", "1"), ("MPI_LOCALNRANKS", "2")];
+        let e = lookup(&hydra).unwrap_err().to_string();
+        assert!(e.contains("MPI_LOCALNRANKS=2 of PMI_SIZE=4"), "{e}");
+        let e = lookup(&[&hydra[..], &[("GPUSHMEM_BOOTSTRAP", "tcp://[2001:db8::7]:29500")]].concat());
+        assert_eq!(e.unwrap().unwrap().rendezvous.to_string(), "tcp://[2001:db8::7]:29500");
         // A one-node job may meet over TCP too, if asked to.
         let e = lookup(&[("PMI_RANK", "0"), ("PMI_SIZE", "2"), ("GPUSHMEM_BOOTSTRAP", "tcp://127.0.0.1:1234")]);
         assert!(e.unwrap().unwrap().rendezvous.is_tcp());
