@@ -7,7 +7,9 @@
 //! one block (no grid barrier), large ones on every block the PE may keep
 //! resident. Every member of the team makes the same call, so every member
 //! picks the same grid. See the device crate's `collective` module for the
-//! algorithm and its cost.
+//! algorithm and its cost. Like the other stream-ordered operations they reach
+//! the members by loads and stores: in a job of several nodes (NVSHMEM
+//! engine) they are [`crate::Error::Engine`]; use the device collectives there.
 
 use crate::args::{Collective, CollectiveSizes};
 use crate::error::CudaContext as _;

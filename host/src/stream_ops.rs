@@ -11,6 +11,11 @@
 //!   timeout traps with a message instead of hanging the stream), `quiet`,
 //!   `barrier_all`: built-in kernels of one block.
 //!
+//! They reach peers by loads, stores and copies, so only PEs of this node: on
+//! the NVSHMEM engine, a call that would touch a PE of another node (see
+//! [`Shmem::nodes`]) is [`crate::Error::Engine`] naming it, before anything is
+//! enqueued; across nodes, use the device API in your kernels.
+//!
 //! The typed forms are safe: [`Shmem::put_on_stream`] and
 //! [`Shmem::get_on_stream`] between symmetric slices,
 //! [`Shmem::put_buf_on_stream`] and [`Shmem::get_buf_on_stream`] with an
