@@ -99,3 +99,68 @@ fn failures_across_nodes_are_errors_naming_what_and_where() {
     assert!(t0.elapsed() < std::time::Duration::from_secs(30), "took {:?}: {text}", t0.elapsed());
     drop(stray);
 }
+
+/// Two network namespaces joined by a veth pair (10.77.<n>.1 and .2), removed when dropped.
+struct Network {
+    names: [String; 2],
+}
+
+impl Network {
+    fn new() -> Network {
+        let tag = std::process::id() % 10000;
+        let names = [format!("gsim{tag}-0"), format!("gsim{tag}-1")];
+        let net = Network { names: names.clone() };
+        let (v0, v1) = (format!("gs{tag}a"), format!("gs{tag}b"));
+        let subnet = format!("10.77.{}", tag % 250);
+        let ip = |args: &[&str]| {
+            let out = Command::new("ip").args(args).output().expect("running ip");
+            assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        };
+        for n in &names {
+            ip(&["netns", "add", n]);
+        }
+        ip(&["link", "add", &v0, "type", "veth", "peer", "name", &v1]);
+        for (k, v) in [&v0, &v1].into_iter().enumerate() {
+            ip(&["link", "set", v, "netns", &names[k]]);
+            ip(&["-n", &names[k], "addr", "add", &format!("{subnet}.{}/24", k + 1), "dev", v]);
+            ip(&["-n", &names[k], "link", "set", v, "up"]);
+            ip(&["-n", &names[k], "link", "set", "lo", "up"]);
+        }
+        net
+    }
+
+    /// The `--node-netns` prefix (node k's namespace is `<prefix><k>`).
+    fn prefix(&self) -> String {
+        self.names[0].trim_end_matches('0').to_string()
+    }
+
+    /// Node 0's address.
+    fn node0(&self) -> String {
+        format!("10.77.{}.1", std::process::id() % 10000 % 250)
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", n]).status();
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root and iproute2 (network namespaces); scripts/test.sh runs it where `ip netns` works"]
+fn two_nodes_in_separate_network_namespaces_meet_over_a_veth_pair() {
+    let net = Network::new();
+    let (prefix, host) = (net.prefix(), net.node0());
+    let (ok, text) = two_by_two(&["--node-netns", &prefix, "--bootstrap-host", &host], "exec $INFO --join");
+    assert!(ok, "{text}");
+    let joined = lines_with(&text, &format!("joined at tcp://{host}:"));
+    assert_eq!(joined.len(), 4, "{text}");
+    assert!(joined.iter().all(|l| l.contains("2 node(s)")), "{text}");
+    // Node 1 has no loopback path to node 0: 127.0.0.1 there is its own.
+    let (ok, text) =
+        two_by_two(&["--node-netns", &prefix, "--bootstrap-host", "127.0.0.1", "--wait-others"], "exec $INFO --join");
+    assert!(!ok);
+    assert_eq!(lines_with(&text, "PE(s) [2, 3] did not arrive").len(), 2, "{text}");
+}

@@ -20,9 +20,13 @@
 //! `/run/user` (no temporary file, POSIX shm or Unix socket path shared between
 //! nodes), and its own UTS namespace, with hostname `<hostname>-node<k>` (the
 //! machine's with `--same-hostname`: NVSHMEM tells nodes apart by hostname, so
-//! it then takes the PEs for one node and uses P2P between them). Not simulated:
-//! a separate network (all nodes share this machine's, loopback included),
-//! separate GPUs and driver, a separate `/proc`. A short-lived forked process
+//! it then takes the PEs for one node and uses P2P between them). With
+//! `--node-netns PREFIX [--bootstrap-host H]` node k also runs in the network
+//! namespace `/run/netns/<PREFIX><k>`, made beforehand (`ip netns add`, veth
+//! pairs between them), and the bootstrap meets at `tcp://H:PORT`. Not
+//! simulated: a separate network unless `--node-netns` (otherwise all nodes
+//! share this machine's, loopback included), separate GPUs and driver, a
+//! separate `/proc`. A short-lived forked process
 //! makes each node's namespaces; the launcher keeps them open
 //! (`/proc/<pid>/ns/*`) for the job, and each PE joins its node's (`setns`)
 //! before its exec, so PROGRAM must not live under the private directories.
@@ -63,7 +67,8 @@ macro_rules! say {
     name = "gpushmem-run",
     about = "Starts N processes of PROGRAM, one per PE, on this node (or on K simulated nodes).",
     override_usage = "gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] \
-                      [--simulate-nodes K [--same-hostname] [--bootstrap-port P]] [--] PROGRAM [ARGS]...",
+                      [--simulate-nodes K [--same-hostname] [--bootstrap-port P] [--node-netns PREFIX] \
+                      [--bootstrap-host H]] [--] PROGRAM [ARGS]...",
     after_help = "\
 When a PE exits non-zero or is killed, the other PEs are ended too. The exit
 status is 0 if every PE exits 0, else the first failing PE's (128 + signal for
@@ -75,9 +80,12 @@ blocks (the first N % K nodes get one PE more) and get their node's local rank
 and size; the bootstrap is TCP on 127.0.0.1. Simulated: each node is its own
 mount namespace, with fresh private /tmp, /dev/shm and /run/user, and its own
 hostname, HOST-node<k> (HOST itself with --same-hostname, so that NVSHMEM
-takes the PEs for one node and uses P2P between them). Not simulated: a
-separate network (all nodes share this machine's, loopback included),
-separate GPUs and driver, a separate /proc. PROGRAM and the working directory
+takes the PEs for one node and uses P2P between them). With --node-netns
+PREFIX, node k also runs in the network namespace /run/netns/PREFIX<k> (made
+beforehand: ip netns add, veth pairs) and --bootstrap-host names node 0's
+address there. Not simulated: a separate network without --node-netns (all
+nodes share this machine's, loopback included), separate GPUs and driver, a
+separate /proc. PROGRAM and the working directory
 must not be under /tmp, /dev/shm or /run/user: the node's fresh, empty ones
 are mounted before PROGRAM starts."
 )]
@@ -109,6 +117,15 @@ struct Options {
     /// With --simulate-nodes: the bootstrap's TCP port on 127.0.0.1 (default: a free one)
     #[arg(long, value_name = "P", requires = "simulate_nodes", value_parser = clap::value_parser!(u16).range(1..))]
     bootstrap_port: Option<u16>,
+    /// With --simulate-nodes: node k's PEs run in the network namespace
+    /// /run/netns/<PREFIX><k>, made beforehand (e.g. `ip netns add`, joined by
+    /// veth pairs), instead of this machine's network
+    #[arg(long, value_name = "PREFIX", requires = "simulate_nodes")]
+    node_netns: Option<String>,
+    /// With --simulate-nodes: the host in the bootstrap's address
+    /// tcp://HOST:PORT (default 127.0.0.1; with --node-netns, node 0's address)
+    #[arg(long, value_name = "HOST", requires = "simulate_nodes")]
+    bootstrap_host: Option<String>,
     /// The program each PE runs, and its arguments
     #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, value_parser = clap::value_parser!(OsString))]
     command: Vec<OsString>,
@@ -248,7 +265,7 @@ const TMPFS: [(&CStr, &CStr); 3] = [(c"/tmp", c"mode=1777"), (c"/dev/shm", c"mod
 
 /// The calls that make (`make_node`) and join (`join_node`) a simulated node,
 /// by the index reported when one fails.
-const STEPS: [&str; 9] = [
+const STEPS: [&str; 11] = [
     "unshare(CLONE_NEWNS | CLONE_NEWUTS)",
     "mount(\"/\", MS_REC | MS_PRIVATE)",
     "mounting a tmpfs on /tmp",
@@ -258,6 +275,8 @@ const STEPS: [&str; 9] = [
     "setns(CLONE_NEWNS)",
     "setns(CLONE_NEWUTS)",
     "chdir to the working directory",
+    "setns(CLONE_NEWNET) into the node's network namespace (--node-netns)",
+    "setns(CLONE_NEWNET)",
 ];
 
 /// Ok for a system call's 0, else step `i` of `STEPS` with the errno.
@@ -273,11 +292,14 @@ fn step(i: u8, rc: libc::c_int) -> Result<(), (u8, i32)> {
 /// thread: a mount namespace with private propagation and a fresh tmpfs on the
 /// entries `tmpfs` of `TMPFS`, and a UTS namespace with `hostname` (None: the
 /// machine's). Async-signal-safe calls only and no allocation (runs after fork).
-fn make_node(tmpfs: &[usize], hostname: Option<&CStr>) -> Result<(), (u8, i32)> {
+fn make_node(tmpfs: &[usize], hostname: Option<&CStr>, netns: Option<RawFd>) -> Result<(), (u8, i32)> {
     let null = std::ptr::null::<libc::c_char>();
-    // SAFETY: system calls given NUL-terminated strings that outlive them; they
-    // change only this process's namespaces.
+    // SAFETY: system calls given NUL-terminated strings and fds that outlive
+    // them; they change only this process's namespaces.
     unsafe {
+        if let Some(fd) = netns {
+            step(9, libc::setns(fd, libc::CLONE_NEWNET))?;
+        }
         step(0, libc::unshare(libc::CLONE_NEWNS | libc::CLONE_NEWUTS))?;
         // Else the mounts below would propagate to the machine's (shared) mounts.
         step(1, libc::mount(null, c"/".as_ptr(), null, libc::MS_REC | libc::MS_PRIVATE, std::ptr::null()))?;
@@ -301,11 +323,13 @@ fn make_node(tmpfs: &[usize], hostname: Option<&CStr>) -> Result<(), (u8, i32)> 
 /// launcher, inherited until exec), then enters the working directory `cwd`
 /// again. When a call fails, writes its index in `STEPS` to `report`, so that
 /// the launcher can say which failed, and returns its errno.
-fn join_node(ns: [RawFd; 2], cwd: &CStr, report: RawFd) -> io::Result<()> {
+fn join_node(ns: [RawFd; 3], cwd: &CStr, report: RawFd) -> io::Result<()> {
     // SAFETY: setns and chdir take open fds and a NUL-terminated string that
     // outlive them, and change only this (forked) process.
     let joined = unsafe {
-        step(6, libc::setns(ns[0], libc::CLONE_NEWNS))
+        // ns[2]: the node's network namespace, or -1 (this machine's network).
+        (if ns[2] >= 0 { step(10, libc::setns(ns[2], libc::CLONE_NEWNET)) } else { Ok(()) })
+            .and_then(|()| step(6, libc::setns(ns[0], libc::CLONE_NEWNS)))
             .and_then(|()| step(7, libc::setns(ns[1], libc::CLONE_NEWUTS)))
             // setns moves the PE to the namespace's root directory: every PE of
             // the node goes back to the same path (which must not be under a tmpfs).
@@ -322,7 +346,8 @@ fn join_node(ns: [RawFd; 2], cwd: &CStr, report: RawFd) -> io::Result<()> {
 /// them through `/proc/<pid>/ns/*` to keep them for the job, and ends the holder.
 /// (The node's first PE could make them itself, but it may exit before the
 /// launcher opened them, and a dead process's namespaces are gone.)
-fn make_namespaces(tmpfs: &[usize], hostname: Option<&CStr>) -> Result<[File; 2], String> {
+fn make_namespaces(tmpfs: &[usize], hostname: Option<&CStr>, netns: Option<&File>) -> Result<[File; 2], String> {
+    let netns = netns.map(File::as_raw_fd);
     let (mut r, w) = io::pipe().map_err(|e| format!("cannot make a pipe: {e}"))?;
     let launcher = std::process::id() as i32;
     // SAFETY: the launcher has one thread, so the child may make any
@@ -338,7 +363,7 @@ fn make_namespaces(tmpfs: &[usize], hostname: Option<&CStr>) -> Result<[File; 2]
             }
             // u8::MAX: made; else the failed step and its errno.
             let mut msg = [u8::MAX; 5];
-            if let Err((i, errno)) = make_node(tmpfs, hostname) {
+            if let Err((i, errno)) = make_node(tmpfs, hostname, netns) {
                 msg[0] = i;
                 msg[1..].copy_from_slice(&errno.to_ne_bytes());
             }
@@ -392,11 +417,21 @@ struct Simulation {
     cwd: CString,
     /// Per node: its mount and UTS namespaces, held open for the job.
     ns: Vec<[File; 2]>,
+    /// Per node: its network namespace (`--node-netns`), held open for the job.
+    net: Vec<Option<File>>,
+}
+
+impl Simulation {
+    /// The fds a PE of node `k` joins: mount, UTS, network (-1: this machine's).
+    fn fds(&self, k: usize) -> [RawFd; 3] {
+        let [m, u] = self.ns[k].each_ref().map(File::as_raw_fd);
+        [m, u, self.net[k].as_ref().map_or(-1, File::as_raw_fd)]
+    }
 }
 
 impl Simulation {
     /// Prints the layout of `nodes` and makes their namespaces.
-    fn new(nodes: &[Range<usize>], same_hostname: bool) -> Result<Simulation, String> {
+    fn new(nodes: &[Range<usize>], same_hostname: bool, netns: Option<&str>) -> Result<Simulation, String> {
         let host = std::fs::read("/proc/sys/kernel/hostname")
             .map_err(|e| format!("cannot read this machine's hostname: {e}"))?;
         let host = host.trim_ascii_end();
@@ -406,17 +441,29 @@ impl Simulation {
         let tmpfs: Vec<usize> = (0..TMPFS.len()).filter(exists).collect();
         let dirs: Vec<_> = tmpfs.iter().map(|&i| TMPFS[i].0.to_string_lossy()).collect();
         let mut ns = Vec::new();
+        let mut net = Vec::new();
         for (k, pes) in nodes.iter().enumerate() {
+            let netns = match netns {
+                Some(prefix) => {
+                    let path = format!("/run/netns/{prefix}{k}");
+                    say!("node {k}: network namespace {path}");
+                    Some(File::open(&path).map_err(|e| {
+                        format!("node {k}: cannot open {path} ({e}): make it first, e.g. `ip netns add {prefix}{k}`")
+                    })?)
+                }
+                None => None,
+            };
             let name = if same_hostname { host.to_vec() } else { node_hostname(host, k) };
             let shown = String::from_utf8_lossy(&name).into_owned();
             say!("node {k}: PEs {}..={}, hostname {shown}, private {}", pes.start, pes.end - 1, dirs.join(" "));
             let name = CString::new(name).map_err(|e| e.to_string())?;
-            let made = make_namespaces(&tmpfs, (!same_hostname).then_some(name.as_c_str()));
+            let made = make_namespaces(&tmpfs, (!same_hostname).then_some(name.as_c_str()), netns.as_ref());
             ns.push(made.map_err(|e| {
                 format!("making node {k}'s namespaces failed: {e}; needs root and a kernel with mount/UTS namespaces")
             })?);
+            net.push(netns);
         }
-        Ok(Simulation { cwd, ns })
+        Ok(Simulation { cwd, ns, net })
     }
 }
 
@@ -478,7 +525,7 @@ fn run(o: &Options) -> i32 {
     // or TCP with simulated nodes, whose /tmp differ.
     let mut dir = None;
     let bootstrap: OsString = if o.simulate_nodes.is_some() {
-        match Simulation::new(&nodes, o.same_hostname) {
+        match Simulation::new(&nodes, o.same_hostname, o.node_netns.as_deref()) {
             Ok(s) => sim = Some(s),
             Err(e) => {
                 say!("--simulate-nodes: {e}");
@@ -492,8 +539,14 @@ fn run(o: &Options) -> i32 {
                 return 1;
             }
         };
-        say!("bootstrap: tcp://127.0.0.1:{port} (simulated nodes share this machine's network)");
-        format!("tcp://127.0.0.1:{port}").into()
+        let host = o.bootstrap_host.as_deref().unwrap_or("127.0.0.1");
+        let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+        let network = match o.node_netns {
+            Some(_) => "each node in its own network namespace",
+            None => "simulated nodes share this machine's network",
+        };
+        say!("bootstrap: tcp://{host}:{port} ({network})");
+        format!("tcp://{host}:{port}").into()
     } else {
         match TempDir::new() {
             Ok(d) => dir.insert(d).0.join("bootstrap.sock").into(),
@@ -539,7 +592,7 @@ fn run(o: &Options) -> i32 {
         }
         // With simulated nodes: the node the PE joins (everything allocated
         // here, before the fork), and a pipe on which it says which call failed.
-        let enter = sim.as_ref().map(|s| (s.ns[node].each_ref().map(File::as_raw_fd), s.cwd.clone()));
+        let enter = sim.as_ref().map(|s| (s.fds(node), s.cwd.clone()));
         let report = match enter.as_ref().map(|_| io::pipe()).transpose() {
             Ok(r) => r,
             Err(e) => {
