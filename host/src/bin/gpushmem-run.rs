@@ -66,7 +66,7 @@ macro_rules! say {
 #[command(
     name = "gpushmem-run",
     about = "Starts N processes of PROGRAM, one per PE, on this node (or on K simulated nodes).",
-    override_usage = "gpushmem-run -n N [--gpus 0,1,...] [--grace SECONDS] [--wait-others] \
+    override_usage = "gpushmem-run -n N (or -np N) [--gpus 0,1,...] [--oversubscribe] [--grace SECONDS] [--wait-others] \
                       [--simulate-nodes K [--same-hostname] [--bootstrap-port P] [--node-netns PREFIX] \
                       [--bootstrap-host H]] [--] PROGRAM [ARGS]...",
     after_help = "\
@@ -111,6 +111,9 @@ struct Options {
     /// hostname, bootstrap over TCP; see below
     #[arg(long, value_name = "K", value_parser = node_count)]
     simulate_nodes: Option<usize>,
+    /// Allow more than 8 PEs per CPU of this machine
+    #[arg(long)]
+    oversubscribe: bool,
     /// With --simulate-nodes: keep this machine's hostname on every node
     #[arg(long, requires = "simulate_nodes")]
     same_hostname: bool,
@@ -150,10 +153,21 @@ fn node_count(v: &str) -> Result<usize, String> {
 impl Options {
     /// What clap cannot check alone: every simulated node needs a PE.
     fn check(self) -> Result<Options, clap::Error> {
+        let bad = |why: String| Err(Options::command().error(ErrorKind::ValueValidation, why));
+        let max = gpushmem::abi::MAX_PES as usize;
+        // More processes than this machine can usefully run is a typo far more
+        // often than a plan (`-n 100000` forks until the system refuses).
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         match self.simulate_nodes {
-            Some(k) if k > self.n => Err(Options::command().error(
-                ErrorKind::ValueValidation,
-                format!("--simulate-nodes {k} needs at least {k} PEs (got -n {}): every node gets one or more", self.n),
+            Some(k) if k > self.n => bad(format!(
+                "--simulate-nodes {k} needs at least {k} PEs (got -n {}): every node gets one or more",
+                self.n
+            )),
+            _ if self.n > max => bad(format!("-n {}: a job has at most {max} PEs", self.n)),
+            _ if self.n > OVERSUBSCRIBE * cpus && !self.oversubscribe => bad(format!(
+                "-n {}: more than {OVERSUBSCRIBE} processes per CPU of this machine ({cpus}); pass --oversubscribe \
+                 if that is meant",
+                self.n
             )),
             _ => Ok(self),
         }
@@ -173,9 +187,46 @@ fn seconds(v: &str) -> Result<Duration, String> {
     }
 }
 
+/// PEs per CPU beyond which `-n` needs `--oversubscribe`.
+const OVERSUBSCRIBE: usize = 8;
+
+/// The command line with mpirun's and nvshmrun's `-np N` spelled `--np N`
+/// (clap's short options are one letter), before PROGRAM only: PROGRAM's own
+/// arguments pass untouched.
+fn with_np(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    // Options that take a value as the next word.
+    const VALUED: [&str; 9] = [
+        "-n",
+        "--np",
+        "--gpus",
+        "--grace",
+        "--simulate-nodes",
+        "--bootstrap-port",
+        "--node-netns",
+        "--bootstrap-host",
+        "-np",
+    ];
+    let mut out: Vec<OsString> = Vec::new();
+    let mut args = args.into_iter();
+    out.extend(args.next());
+    while let Some(a) = args.next() {
+        let s = a.to_str().unwrap_or("");
+        if s == "--" || !s.starts_with('-') {
+            out.push(a);
+            break;
+        }
+        out.push(if s == "-np" { "--np".into() } else { a.clone() });
+        if VALUED.contains(&s) {
+            out.extend(args.next());
+        }
+    }
+    out.extend(args);
+    out
+}
+
 fn main() {
     // Bad usage: clap prints the error and the usage and exits 2 (`--help`: the help, 0).
-    let opts = Options::parse().check().unwrap_or_else(|e| e.exit());
+    let opts = Options::parse_from(with_np(std::env::args_os())).check().unwrap_or_else(|e| e.exit());
     std::process::exit(run(&opts));
 }
 
@@ -761,6 +812,25 @@ mod tests {
 
     fn parse(args: &[&str]) -> Result<Options, clap::Error> {
         Options::try_parse_from(std::iter::once("gpushmem-run").chain(args.iter().copied())).and_then(Options::check)
+    }
+
+    #[test]
+    fn np_is_accepted_before_the_program_only() {
+        let w = |a: &[&str]| with_np(a.iter().map(OsString::from)).into_iter().map(|s| s.into_string().unwrap());
+        let v: Vec<String> = w(&["gpushmem-run", "-np", "2", "prog", "-np", "3"]).collect();
+        assert_eq!(v, ["gpushmem-run", "--np", "2", "prog", "-np", "3"]);
+        let v: Vec<String> = w(&["r", "--grace", "1", "-np", "4", "--", "-np"]).collect();
+        assert_eq!(v, ["r", "--grace", "1", "--np", "4", "--", "-np"]);
+        let o = Options::try_parse_from(with_np(["r", "-np", "2", "true"].map(OsString::from))).unwrap();
+        assert_eq!(o.n, 2);
+        // A count past what a job or this machine can run: refused unless meant.
+        let parse = |a: &[&str]| Options::try_parse_from(with_np(a.iter().map(OsString::from))).unwrap().check();
+        assert!(parse(&["r", "-n", "100000", "true"]).unwrap_err().to_string().contains("at most 4096 PEs"));
+        let many = (OVERSUBSCRIBE * std::thread::available_parallelism().unwrap().get() + 1).min(4096).to_string();
+        if many != "4096" {
+            assert!(parse(&["r", "-n", &many, "true"]).unwrap_err().to_string().contains("--oversubscribe"));
+            assert!(parse(&["r", "--oversubscribe", "-n", &many, "true"]).is_ok());
+        }
     }
 
     #[test]
