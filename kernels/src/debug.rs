@@ -6,7 +6,8 @@
 //! call, the PE and the address, then traps (the host sees
 //! `CUDA_ERROR_LAUNCH_FAILED`, and the context stays failed).
 
-use crate::{abi, ptx, state};
+use crate::state::state;
+use crate::{abi, ptx};
 use core::ffi::CStr;
 
 /// Prints `fmt` with `args` through `vprintf`, then traps.

@@ -20,7 +20,8 @@
 //!   kernels, and the safe device calls on it (RMA, signals, atomics, waits, collectives).
 //!   The pointer forms below remain for code that needs raw addresses.
 //! - [`reduce`](mod@reduce) — reduction operators and element types (`F16`, `Bf16`), shared with the host.
-//! - `atomic` — remote atomics on `u32`/`u64`/`i32`/`i64` (and float add).
+//! - `atomic` — remote atomics on `u32`/`u64`/`i32`/`i64` (and float add), on the
+//!   words `AtomicWord`/`AtomicFloat` (defined in the internal `word`, below the engine).
 //! - `wait` — `wait_until*`/`test*` on local symmetric memory, and the bounded
 //!   spin every wait uses (traps with a message after the state's timeout).
 //! - `thread` — `thread_idx`, `block_idx`, `block_dim`, `grid_dim`, `global_idx`,
@@ -30,6 +31,9 @@
 //!   the state's debug flag) and the inline-PTX primitives, each citing the PTX ISA.
 //! - `engine` (internal) — the seam: the few operations every topic module
 //!   calls, one file per engine (below).
+//! - `state` (internal) — [`GPUSHMEM_STATE`], the device state the host installs,
+//!   and the accessor every module reads it with; `panic` (internal) — the
+//!   `#[panic_handler]` (feature `panic-handler`).
 //!
 //! The device modules exist only when compiling for `nvptx64`.
 //!
@@ -90,6 +94,8 @@ mod debug;
 mod engine;
 #[cfg(target_arch = "nvptx64")]
 mod group;
+#[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+mod panic;
 #[cfg(target_arch = "nvptx64")]
 pub mod pe;
 #[cfg(target_arch = "nvptx64")]
@@ -100,6 +106,8 @@ pub mod rma;
 #[cfg(target_arch = "nvptx64")]
 pub mod signal;
 #[cfg(target_arch = "nvptx64")]
+mod state;
+#[cfg(target_arch = "nvptx64")]
 pub mod sync;
 #[cfg(target_arch = "nvptx64")]
 pub mod team;
@@ -107,6 +115,8 @@ pub mod team;
 pub mod thread;
 #[cfg(target_arch = "nvptx64")]
 pub mod wait;
+#[cfg(target_arch = "nvptx64")]
+mod word;
 
 #[cfg(target_arch = "nvptx64")]
 pub use {
@@ -124,28 +134,4 @@ pub use {
     },
 };
 #[cfg(target_arch = "nvptx64")]
-pub use {collective::*, team::*};
-
-/// The device state the host installs into every loaded module (found by
-/// name, [`abi::STATE_SYMBOL`], with `cuModuleGetGlobal`). Device code reads it; only
-/// the library's own counters in the heap change at run time.
-#[cfg(target_arch = "nvptx64")]
-#[no_mangle]
-#[used]
-pub static mut GPUSHMEM_STATE: abi::State = abi::State::UNINIT;
-
-/// The device state, read through a raw pointer (no reference to a `static mut`).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-pub(crate) fn state() -> abi::State {
-    // SAFETY: the host writes the state before any launch and never while a
-    // kernel of this module runs; device code never writes it.
-    unsafe { ptx::ld_invariant(core::ptr::addr_of!(GPUSHMEM_STATE)) }
-}
-
-#[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    let (file, line) = info.location().map(|l| (l.file(), l.line())).unwrap_or(("?", 0));
-    debug::fail_str(c"gpushmem: panic in kernel at %.*s:%u\n", file, line as u64)
-}
+pub use {collective::*, state::GPUSHMEM_STATE, team::*};

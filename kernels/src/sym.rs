@@ -143,7 +143,7 @@ pub(crate) fn out_of_bounds(call: &'static core::ffi::CStr, start: usize, end: u
     #[cfg(target_arch = "nvptx64")]
     crate::debug::fail(
         c"gpushmem: %s: range %llu..%llu is out of bounds of a Sym of %llu elements, on PE %llu\n",
-        &[call.as_ptr() as u64, start as u64, end as u64, len as u64, crate::state().my_pe as u64],
+        &[call.as_ptr() as u64, start as u64, end as u64, len as u64, crate::state::state().my_pe as u64],
     );
     #[cfg(not(target_arch = "nvptx64"))]
     panic!("{}: range {start}..{end} is out of bounds of a Sym of {len} elements", call.to_str().unwrap_or("Sym"));

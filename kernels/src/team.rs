@@ -8,7 +8,8 @@
 #[cfg(feature = "nvshmem")]
 use crate::abi;
 use crate::abi::{TeamDesc, MAX_TEAMS, NOT_A_MEMBER};
-use crate::{debug, state};
+use crate::debug;
+use crate::state::state;
 
 /// A team, as kernels receive it: its slot in the team table.
 #[repr(transparent)]

@@ -24,8 +24,9 @@
 //! (`signal_wait_until`) does not, as NVSHMEM's own does not.
 
 use crate::abi::Cmp;
-use crate::atomic::AtomicWord;
-use crate::{debug, engine, ptx, state};
+use crate::state::state;
+use crate::word::AtomicWord;
+use crate::{debug, engine, ptx};
 use core::ffi::CStr;
 
 /// Polls between two reads of `%globaltimer`.

@@ -55,7 +55,7 @@ pub(crate) use nvshmem_collective::*;
 /// `p` is a valid, 8-byte-aligned global address.
 #[inline(always)]
 pub(crate) unsafe fn signal_relaxed(p: *mut u64, value: u64, op: crate::abi::SignalOp) {
-    use crate::atomic::AtomicWord;
+    use crate::word::AtomicWord;
     // SAFETY: `p` is a valid, 8-byte-aligned global address of a `u64` (this fn's
     // contract), which is what `store_volatile` and `add` require.
     unsafe {

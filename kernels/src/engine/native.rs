@@ -7,11 +7,12 @@
 
 use super::{FetchOp, Mode, Op};
 use crate::abi::{sync_area, SignalOp, TeamDesc};
-use crate::atomic::{AtomicFloat, AtomicWord, Bitwise};
 use crate::copy::copy_elems;
 use crate::group::{blocks_in_grid, Group, Kind};
+use crate::state::state;
 use crate::team::{member_desc, Team, TEAM_WORLD};
-use crate::{debug, ptx, state, wait};
+use crate::word::{AtomicFloat, AtomicWord, Bitwise};
+use crate::{debug, ptx, wait};
 use core::ffi::CStr;
 
 /// This PE's number, from the device state.

@@ -22,8 +22,9 @@ use crate::abi::{sync_area, TeamDesc, REDUCE_TWO_SHOT_MIN_BYTES};
 use crate::copy::copy_bytes;
 use crate::group::Group;
 use crate::reduce::{ReduceOp, Reducible};
+use crate::state::state;
 use crate::team::Team;
-use crate::{debug, ptx, state, wait};
+use crate::{debug, ptx, wait};
 use core::ffi::CStr;
 
 /// Which collective a member is in, as [`Args`] records it.

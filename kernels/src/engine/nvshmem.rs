@@ -13,9 +13,9 @@
 
 use super::{FetchOp, Mode, Op};
 use crate::abi::SignalOp;
-use crate::atomic::{AtomicFloat, AtomicWord};
 use crate::group::{Group, Kind};
 use crate::ptx;
+use crate::word::{AtomicFloat, AtomicWord};
 use core::ffi::{c_int, c_void, CStr};
 use core::mem::{align_of, size_of};
 

@@ -3,11 +3,12 @@
 
 use super::Sym;
 use crate::abi::{Cmp, SignalOp};
-use crate::atomic::AtomicWord;
+use crate::debug;
 use crate::reduce::{ReduceOp, Reducible};
 use crate::signal::PeerSignal;
+use crate::state::state;
 use crate::team::Team;
-use crate::{debug, state};
+use crate::word::AtomicWord;
 use core::ffi::CStr;
 
 /// Traps naming `call` unless `pe < n_pes()`.
