@@ -8,7 +8,6 @@ mod common;
 
 use common::{serial, SECRET};
 use gpushmem::bootstrap::address::Rendezvous;
-use gpushmem::bootstrap::auth::Secret;
 use gpushmem::bootstrap::env::LaunchEnv;
 use gpushmem::bootstrap::socket::SocketBootstrap;
 use gpushmem::bootstrap::Bootstrap;
@@ -23,17 +22,7 @@ fn free_port() -> u16 {
 }
 
 fn tcp_env(rank: usize, size: usize, port: u16, secret: Option<&str>) -> LaunchEnv {
-    LaunchEnv {
-        rank,
-        size,
-        local_rank: rank,
-        local_size: size,
-        device: None,
-        rendezvous: Rendezvous::Tcp { host: "127.0.0.1".into(), port },
-        private_dir: None,
-        secret: secret.map(|s| Secret::from_text(s).unwrap()),
-        source: "test",
-    }
+    common::env_at(rank, size, Rendezvous::Tcp { host: "127.0.0.1".into(), port }, secret)
 }
 
 /// Connects PEs `ranks` of a `size`-PE job at `port`, each in its own thread, with

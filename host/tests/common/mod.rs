@@ -1,6 +1,7 @@
 //! Helpers shared by the bootstrap test binaries.
 #![allow(dead_code)]
 
+use gpushmem::bootstrap::address::Rendezvous;
 use gpushmem::bootstrap::auth::Secret;
 use gpushmem::bootstrap::env::LaunchEnv;
 use std::path::{Path, PathBuf};
@@ -19,13 +20,19 @@ pub fn socket_path(test: &str) -> PathBuf {
 
 /// PE `rank` of a `size`-PE job meeting at `path`, with the job secret `secret`.
 pub fn env_with(rank: usize, size: usize, path: &Path, secret: Option<&str>) -> LaunchEnv {
+    env_at(rank, size, Rendezvous::Unix(path.to_path_buf()), secret)
+}
+
+/// PE `rank` of a `size`-PE job (one node's worth of local ranks) meeting at
+/// `rendezvous`, with the job secret `secret`.
+pub fn env_at(rank: usize, size: usize, rendezvous: Rendezvous, secret: Option<&str>) -> LaunchEnv {
     LaunchEnv {
         rank,
         size,
         local_rank: rank,
         local_size: size,
         device: None,
-        rendezvous: gpushmem::bootstrap::address::Rendezvous::Unix(path.to_path_buf()),
+        rendezvous,
         private_dir: None,
         secret: secret.map(|s| Secret::from_text(s).expect("test secret too short")),
         source: "test",
