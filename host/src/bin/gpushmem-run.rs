@@ -121,7 +121,7 @@ struct Options {
     #[arg(long, value_name = "P", requires = "simulate_nodes", value_parser = clap::value_parser!(u16).range(1..))]
     bootstrap_port: Option<u16>,
     /// With --simulate-nodes: node k's PEs run in the network namespace
-    /// /run/netns/<PREFIX><k>, made beforehand (e.g. `ip netns add`, joined by
+    /// `/run/netns/<PREFIX><k>`, made beforehand (e.g. `ip netns add`, joined by
     /// veth pairs), instead of this machine's network
     #[arg(long, value_name = "PREFIX", requires = "simulate_nodes")]
     node_netns: Option<String>,
