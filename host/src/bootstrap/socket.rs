@@ -861,18 +861,21 @@ impl Pending {
     /// Checks who connected (over a Unix socket, another user's process gets
     /// nothing, not even the challenge) and sends the challenge.
     fn challenge(stream: Conn, deadline: Instant) -> std::result::Result<Pending, Turned> {
-        if let Some(cred) = stream.peer_cred() {
-            let cred = cred.map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
-            if cred.uid != my_euid() {
-                return Err(Turned::Away(format!(
-                    "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
-                    cred.uid,
-                    cred.pid,
-                    my_euid()
-                )));
+        let who = match stream.peer_cred() {
+            Some(cred) => {
+                let cred = cred.map_err(|e| Turned::Away(format!("cannot read its credentials: {e}")))?;
+                if cred.uid != my_euid() {
+                    return Err(Turned::Away(format!(
+                        "a process of uid {} (pid {}) connected; only this user's (uid {}) may join",
+                        cred.uid,
+                        cred.pid,
+                        my_euid()
+                    )));
+                }
+                format!("pid {}", cred.pid)
             }
-        }
-        let who = stream.describe_peer();
+            None => stream.describe_peer(),
+        };
         let until = deadline.min(Instant::now() + HELLO_WAIT);
         let nonce = nonce().map_err(|e| Turned::Away(format!("no random nonce for {who}: {e}")))?;
         // A fresh connection's buffer has room for it: this does not wait.

@@ -96,17 +96,24 @@ pub(super) fn listen_at(host: &str, port: u16) -> Result<TcpListener> {
 /// reason.
 pub(super) fn dial_pe0(me: usize, host: &str, port: u16, timeout: Duration, deadline: Instant) -> Result<TcpStream> {
     let at = format!("tcp://{host}:{port}");
+    // Resolved once, again only while resolving fails: the retries below wait
+    // for PE 0 to listen, not for the name to change.
+    let mut resolved: Option<Vec<SocketAddr>> = None;
     loop {
-        let attempt = resolve(host, port, deadline).and_then(|addrs| {
-            let mut err = None;
-            for a in addrs {
-                match dial_tcp(a, deadline) {
-                    Ok(s) => return Ok(s),
-                    Err(e) => err = Some(e),
+        if resolved.is_none() {
+            resolved = resolve(host, port, deadline).ok();
+        }
+        let attempt =
+            resolved.clone().ok_or_else(|| io::Error::other(format!("{host} did not resolve"))).and_then(|addrs| {
+                let mut err = None;
+                for a in addrs {
+                    match dial_tcp(a, deadline) {
+                        Ok(s) => return Ok(s),
+                        Err(e) => err = Some(e),
+                    }
                 }
-            }
-            Err(err.unwrap_or_else(|| io::ErrorKind::NotFound.into()))
-        });
+                Err(err.unwrap_or_else(|| io::ErrorKind::NotFound.into()))
+            });
         let last = match attempt {
             Ok(s) => return Ok(s),
             // PE 0 not up yet, a route or a name (DNS of a node coming up) not
