@@ -171,12 +171,12 @@ fn allreduce(shmem: &Shmem, sizes: &[usize], mode: &str, max_iters: u64) -> gpus
             };
             let wrong = (0..elems).filter(|&i| got[i] != expect(i)).count();
             if let Some(i) = (0..elems).find(|&i| got[i] != expect(i)) {
-                eprintln!(
+                common::say(format_args!(
                     "allreduce: PE {me}: {}, {elems} elements: {wrong} wrong, the first at {i}: {} instead of {}",
                     variant.name(),
                     got[i],
                     expect(i)
-                );
+                ));
             }
             let (slowest, every) = gather(shmem, secs, wrong == 0)?;
             all_ok &= every;

@@ -120,18 +120,18 @@ fn halo(shmem: &Shmem, setup: Setup, mode: &str) -> gpushmem::Result<bool> {
             let global = (me * blocks + b) * seg + i;
             if got[copy + 1 + i] != expect[global] {
                 if wrong == 0 {
-                    eprintln!(
+                    common::say(format_args!(
                         "halo: PE {me}: cell {global} (segment {b}, cell {i}): {:#010x} instead of {:#010x}",
                         got[copy + 1 + i],
                         expect[global]
-                    );
+                    ));
                 }
                 wrong += 1;
             }
         }
     }
     if wrong > 0 {
-        eprintln!("halo: PE {me}: {wrong} of {} cells WRONG", blocks * seg);
+        common::say(format_args!("halo: PE {me}: {wrong} of {} cells WRONG", blocks * seg));
     }
     let (slowest, every) = gather(shmem, secs, wrong == 0)?;
     if me == 0 {

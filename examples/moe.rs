@@ -114,17 +114,17 @@ fn moe(shmem: &Shmem, shape: Shape, mode: &str) -> gpushmem::Result<bool> {
         let bad = (0..hidden).find(|&h| acc[t * hidden + h] != token_value(me, t, h) * factor);
         if let Some(h) = bad {
             if wrong_tokens == 0 {
-                eprintln!(
+                common::say(format_args!(
                     "moe: PE {me}: token {t} element {h}: {} instead of {}",
                     acc[t * hidden + h],
                     token_value(me, t, h) * factor
-                );
+                ));
             }
             wrong_tokens += 1;
         }
     }
     if wrong_tokens > 0 {
-        eprintln!("moe: PE {me}: {wrong_tokens} of {tokens} tokens came back WRONG");
+        common::say(format_args!("moe: PE {me}: {wrong_tokens} of {tokens} tokens came back WRONG"));
     }
     let (slowest, every) = gather(shmem, secs, wrong_tokens == 0)?;
     if me == 0 {

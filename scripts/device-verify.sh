@@ -103,14 +103,16 @@ fi
 # each node its own mount and UTS namespaces (private /tmp, /dev/shm, /run/user; own hostname unless
 # --same-hostname), so the PEs meet over TCP. The bootstrap alone as 2x2; the native engine's refusal
 # (distinct hostnames: two nodes); the NVSHMEM-engine examples and suite with --same-hostname (NVSHMEM
-# tells nodes apart by hostname: with one hostname it uses P2P between the PEs on this one GPU).
+# tells nodes apart by hostname: with one hostname it uses P2P between the PEs on this one GPU, and
+# meets them at /tmp/nvshmem-socket-*, so --same-hostname leaves /tmp shared).
 if has multinode; then
   sim=(./gpushmem-run --simulate-nodes 2)
   step multinode-join-2x2 60 "${sim[@]}" -n 4 -- ./gpushmem-info --join
   cat "$logs/multinode-join-2x2.log"
   for e in ring moe halo; do
     timeout -k 5 60 "${sim[@]}" -n 2 -- "./$e" >"$logs/multinode-native-$e-refused.log" 2>&1
-    n=$(grep -c "this job spans 2 nodes" "$logs/multinode-native-$e-refused.log")
+    # Counted as PEs that exited 1 saying why; the examples write each line in one write.
+    n=$(grep -o "this job spans 2 nodes" "$logs/multinode-native-$e-refused.log" | wc -l)
     echo "verify multinode-native-$e-refused: $n of 2 PEs refused: $(grep -m1 "spans 2 nodes" "$logs/multinode-native-$e-refused.log" | cut -c1-220)"
     [ "$n" -eq 2 ] || rc=1
   done

@@ -8,11 +8,19 @@
 //! for an example of its own.
 
 use gpushmem::{Shmem, Threads};
+use std::io::Write;
 use std::process::ExitCode;
+
+/// Writes `line` and a newline to stderr in one `write` (`eprintln!` writes
+/// its pieces one by one): the PEs of a job share one stderr, and one write of
+/// under `PIPE_BUF` bytes to a pipe is not split by another PE's.
+pub fn say(line: std::fmt::Arguments) {
+    let _ = std::io::stderr().lock().write_all(format!("{line}\n").as_bytes());
+}
 
 /// Prints `usage: <text>` and returns exit status 2, for arguments an example cannot take.
 pub fn usage(text: &str) -> ExitCode {
-    eprintln!("usage: {text}");
+    say(format_args!("usage: {text}"));
     ExitCode::from(2)
 }
 
@@ -77,7 +85,7 @@ pub fn run(
     let gpus = match gpushmem::gpu_available() {
         Ok(n) => n,
         Err(e) => {
-            eprintln!("{name}: {e}");
+            say(format_args!("{name}: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -97,7 +105,7 @@ pub fn run(
         })
     } else {
         let Some(pes) = arg(args, 0, gpus.max(2)) else {
-            eprintln!("{name}: PES {:?} is not a number greater than 0", args[0]);
+            say(format_args!("{name}: PES {:?} is not a number greater than 0", args[0]));
             return ExitCode::from(2);
         };
         let mode = format!("threads on {gpus} GPU(s)");
@@ -111,11 +119,11 @@ pub fn run(
             ExitCode::SUCCESS
         }
         Ok(_) => {
-            eprintln!("{name}: {failed}");
+            say(format_args!("{name}: {failed}"));
             ExitCode::from(1)
         }
         Err(e) => {
-            eprintln!("{name}: {e}");
+            say(format_args!("{name}: {e}"));
             ExitCode::from(1)
         }
     }

@@ -86,6 +86,7 @@ pub fn install(grace: Duration) {
             // Blocks until `exit` arms it (EINTR: try again).
             // SAFETY: reads into a live one-byte buffer from our pipe.
             while unsafe { libc::read(rx.as_raw_fd(), b.as_mut_ptr().cast(), 1) } != 1 {}
+            log::debug!("exit({}) called: the process ends within {grace:?}", STATUS.load(Ordering::SeqCst));
             std::thread::sleep(grace);
             let status = STATUS.load(Ordering::SeqCst);
             let msg = format!(
@@ -105,6 +106,7 @@ pub fn install(grace: Duration) {
             return;
         }
         WAKE.store(tx.as_raw_fd() as u64, Ordering::SeqCst);
+        log::debug!("exit watchdog installed: an exit that has not ended the process after {grace:?} is ended");
         std::mem::forget(tx);
         // SAFETY: registers a handler that only stores an integer and writes one byte to a pipe.
         #[cfg(target_env = "gnu")]
