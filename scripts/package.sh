@@ -13,6 +13,13 @@ cd "$(dirname "$0")/.."
 crates=(gpushmem-build gpushmem-kernels gpushmem)
 args=()
 for c in "${crates[@]}"; do args+=(-p "$c"); done
+# Cargo unpacks its temporary registry's crates under the cargo home and does
+# not unpack one again while the version is unchanged: drop the copies an
+# earlier run left (never crates.io's), or the verification builds stale sources.
+for c in "${crates[@]}"; do
+  find "${CARGO_HOME:-$HOME/.cargo}/registry/src" "${CARGO_HOME:-$HOME/.cargo}/registry/cache" -mindepth 2 -maxdepth 2 \
+    -name "$c-[0-9]*" -not -path '*/index.crates.io-*' -exec rm -rf {} + 2>/dev/null || true
+done
 cargo package --offline --allow-dirty "${args[@]}"
 out=${CARGO_TARGET_DIR:-target}/package
 for c in "${crates[@]}"; do

@@ -7,8 +7,14 @@ cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$PATH"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 cargo fmt --all --check
-# Kernel crates are workspaces of their own (built for nvptx64 only).
-for k in tests/kernels examples/*-kernels host/builtin bench/kernels; do
+# Kernel crates are workspaces of their own (built for nvptx64 only). The
+# built-in kernels' manifest is a template (host/build.rs fills it in): filled
+# in here as target/builtin/Cargo.toml.
+mkdir -p target/builtin
+sed -e "s|@LIB@|$PWD/host/builtin/src/lib.rs|" -e "s|@KERNELS@|$PWD/kernels|" host/builtin/Cargo.toml.in \
+  >target/builtin/Cargo.toml
+cp host/builtin/Cargo.lock target/builtin/Cargo.lock
+for k in tests/kernels examples/*-kernels target/builtin bench/kernels; do
   cargo fmt --check --manifest-path "$k/Cargo.toml"
 done
 cargo clippy --workspace --all-targets --quiet -- -D warnings
@@ -23,7 +29,7 @@ nvptx_clippy() { # nvptx_clippy EXTRA_RUSTFLAGS CARGO_ARGS...
 nvshmem_flags=$'\x1f--cfg\x1fgpushmem_nvshmem'
 nvptx_clippy "" -p gpushmem-kernels
 nvptx_clippy "$nvshmem_flags" -p gpushmem-kernels --features nvshmem
-for k in tests/kernels examples/*-kernels host/builtin bench/kernels; do
+for k in tests/kernels examples/*-kernels target/builtin bench/kernels; do
   nvptx_clippy "" --manifest-path "$k/Cargo.toml"
   nvptx_clippy "$nvshmem_flags" --manifest-path "$k/Cargo.toml" --features gpushmem-kernels/nvshmem
 done
@@ -64,6 +70,10 @@ if ! grep -q "GPU tests FAILED: GPUSHMEM_REQUIRE_GPU is set, but no GPU can be u
   tail -20 <<<"$guard_out" >&2
   exit 1
 fi
+# The crates.io packages: gpushmem-build, gpushmem-kernels and gpushmem packed
+# and each .crate built, the dependents against the packed others (as `cargo
+# publish --dry-run` would, offline).
+bash scripts/package.sh
 # One closing line over every test binary (cargo's last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
      END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
