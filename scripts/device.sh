@@ -56,9 +56,9 @@ strip .stage-bin/* 2>/dev/null || true  # (guide-myapp is stripped where it is s
 cp scripts/sanitize.sh .stage-bin/sanitize.sh
 cp scripts/put-sweep.sh .stage-bin/put-sweep.sh
 cp scripts/device-verify.sh .stage-bin/verify.sh
-# The guide's app, built outside the workspace from docs/guide.md (issue 9's check).
+# The guide's app, built outside the workspace from docs/guide.md on the packaged crates (issues 9, 39).
 guide=$(mktemp -d)
-if bash scripts/check-guide.sh "$guide" >/dev/null 2>&1; then
+if bash scripts/check-guide.sh --packaged "$guide" >/dev/null 2>&1; then
   cp "$guide/myapp/target/debug/myapp" .stage-bin/guide-myapp && { strip .stage-bin/guide-myapp || true; }
 else
   echo "device.sh: scripts/check-guide.sh failed; guide-myapp not staged" >&2

@@ -70,10 +70,6 @@ if ! grep -q "GPU tests FAILED: GPUSHMEM_REQUIRE_GPU is set, but no GPU can be u
   tail -20 <<<"$guard_out" >&2
   exit 1
 fi
-# The crates.io packages: gpushmem-build, gpushmem-kernels and gpushmem packed
-# and each .crate built, the dependents against the packed others (as `cargo
-# publish --dry-run` would, offline).
-bash scripts/package.sh
 # One closing line over every test binary (cargo's last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
      END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
