@@ -150,6 +150,13 @@ pub enum Error {
         /// What is wrong, and what to do.
         why: String,
     },
+    /// The CUDA context or stream given to [`crate::Shmem::init_on`] cannot
+    /// carry a PE.
+    #[error("Shmem::init_on: {why}")]
+    Context {
+        /// What is wrong, and what to pass instead.
+        why: String,
+    },
     /// A PE thread panicked (threads mode).
     #[error("PE {pe} panicked: {message}")]
     Panic {

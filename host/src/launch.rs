@@ -194,9 +194,12 @@ mod tests {
     }
 
     #[test]
-    fn a_sym_slice_arrives_as_its_handle() {
-        let s = SymSlice::<u32>::new(4096, 10, 0x7f00_0000_0000);
-        let b = param_bytes((&s, 7u32, s.sym().slice(2, 5)), &[16, 4, 16]);
+    fn a_sym_handle_arrives_as_offset_and_length() {
+        // `&SymSlice` passes `slice.sym()` (a SymSlice needs a GPU stream to exist;
+        // the GPU suite passes them).
+        // SAFETY: only its bytes are looked at; no kernel dereferences it.
+        let s = unsafe { Sym::<u32>::from_raw_parts(4096, 10) };
+        let b = param_bytes((s, 7u32, s.slice(2, 5)), &[16, 4, 16]);
         let words =
             |v: &[u8]| (u64::from_le_bytes(v[..8].try_into().unwrap()), u64::from_le_bytes(v[8..].try_into().unwrap()));
         assert_eq!(words(&b[0]), (4096, 10), "offset and length, not the address");

@@ -59,16 +59,45 @@ impl Shmem {
 
     /// [`Shmem::init`] with the given settings instead of the environment's.
     pub fn init_with_config(config: Config) -> Result<Shmem> {
+        Self::join(config, None)
+    }
+
+    /// [`Shmem::init`] on a CUDA context and stream the program already has
+    /// (one that candle or other cudarc code made), instead of making its own:
+    /// the heap, the peers' mappings and gpushmem's kernels live in `ctx`, and
+    /// [`Shmem::stream`] is `stream`, where [`Shmem::launch`], the heap copies
+    /// and the `*_on_stream` operations are queued (so the program's own work
+    /// on `stream` is ordered with them; [`SymSlice`] is a cudarc `DevicePtr`
+    /// for its copies and launches).
+    ///
+    /// Requires: `stream` belongs to `ctx` and is not the legacy default
+    /// stream (make one with `ctx.new_stream()`: PEs that share a GPU would
+    /// wait on each other behind it); when the launcher names this PE's GPU
+    /// (`GPUSHMEM_DEVICE`), `ctx` is on that GPU. Otherwise
+    /// [`Error::Context`], on every PE (collective, like `init`). The context
+    /// must stay current-able (cudarc binds it to the calling thread) and
+    /// outlives nothing gpushmem needs: `Shmem` keeps its own `Arc`s.
+    pub fn init_on(ctx: Arc<CudaContext>, stream: Arc<CudaStream>) -> Result<Shmem> {
+        Self::init_on_with_config(ctx, stream, Config::from_env()?)
+    }
+
+    /// [`Shmem::init_on`] with the given settings instead of the environment's.
+    pub fn init_on_with_config(ctx: Arc<CudaContext>, stream: Arc<CudaStream>, config: Config) -> Result<Shmem> {
+        Self::join(config, Some(Gpu { ctx, stream }))
+    }
+
+    /// Joins the launcher's job (or a job of one PE) on `gpu`, else on a context of its own.
+    fn join(config: Config, gpu: Option<Gpu>) -> Result<Shmem> {
         crate::logging::init();
         match LaunchEnv::from_env()? {
             Some(env) => {
                 log::debug!("PE {}/{}: joining through {} at {}", env.rank, env.size, env.source, env.rendezvous);
                 let boot = SocketBootstrap::connect(&env, config.bootstrap_timeout)?;
-                Self::init_with(Box::new(boot), config, env.device, env.local_rank)
+                Self::init_on_gpu(Box::new(boot), config, env.device, env.local_rank, gpu)
             }
             None => {
                 let boot = ThreadsBootstrap::group(1, config.bootstrap_timeout).remove(0);
-                Self::init_with(Box::new(boot), config, None, 0)
+                Self::init_on_gpu(Box::new(boot), config, None, 0, gpu)
             }
         }
     }
@@ -82,8 +111,19 @@ impl Shmem {
         device: Option<usize>,
         local_rank: usize,
     ) -> Result<Shmem> {
+        Self::init_on_gpu(bootstrap, config, device, local_rank, None)
+    }
+
+    /// [`Shmem::init_with`] on the program's context and stream (`gpu`), if given.
+    fn init_on_gpu(
+        bootstrap: Box<dyn Bootstrap>,
+        config: Config,
+        device: Option<usize>,
+        local_rank: usize,
+        gpu: Option<Gpu>,
+    ) -> Result<Shmem> {
         let owner = Owner::new(bootstrap.rank());
-        match Self::setup(owner, bootstrap.as_ref(), &config, device, local_rank) {
+        match Self::setup(owner, bootstrap.as_ref(), &config, device, local_rank, gpu) {
             Ok(p) => {
                 let pes_on_device = p.peers.pes_on_device(bootstrap.rank());
                 let s = Shmem {
@@ -129,29 +169,41 @@ impl Shmem {
         config: &Config,
         device: Option<usize>,
         local_rank: usize,
+        gpu: Option<Gpu>,
     ) -> Result<Parts> {
         let me = boot.rank();
         args::job_size("init", boot.size())?;
+        // A context or stream that cannot carry a PE fails every PE alike.
+        let usable = gpu.as_ref().map_or(Ok(()), |g| g.check(device));
         // The device code's checks must be alike on every PE: the collectives'
         // argument comparison (debug checks) waits for every member's arguments.
         let checks = [("GPUSHMEM_DEBUG_CHECKS", config.debug_checks as u64)];
-        agree_exchange(boot, "init", &checks, Ok(()), &[])?;
+        agree_exchange(boot, "init", &checks, usable, &[])?;
         // Before any GPU work: a job the engine cannot run fails alike on every PE.
         let nodes = census(boot)?;
         if config.engine == Engine::Native {
             nodes.check_native()?;
         }
-        let n_dev = driver::device_count()?;
-        let device = device.unwrap_or(local_rank % n_dev);
-        if device >= n_dev {
-            return Err(Error::Config {
-                name: "GPUSHMEM_DEVICE".into(),
-                value: device.to_string(),
-                why: format!("this machine has {n_dev} GPU(s)"),
-            });
-        }
-        let ctx = CudaContext::new(device).cuda(format!("creating the context on device {device}"))?;
-        let stream = ctx.new_stream().cuda("cuStreamCreate")?;
+        let (ctx, stream, device) = match gpu {
+            Some(Gpu { ctx, stream }) => {
+                let device = ctx.ordinal();
+                (ctx, stream, device)
+            }
+            None => {
+                let n_dev = driver::device_count()?;
+                let device = device.unwrap_or(local_rank % n_dev);
+                if device >= n_dev {
+                    return Err(Error::Config {
+                        name: "GPUSHMEM_DEVICE".into(),
+                        value: device.to_string(),
+                        why: format!("this machine has {n_dev} GPU(s)"),
+                    });
+                }
+                let ctx = CudaContext::new(device).cuda(format!("creating the context on device {device}"))?;
+                let stream = ctx.new_stream().cuda("cuStreamCreate")?;
+                (ctx, stream, device)
+            }
+        };
         let nvshmem = match config.engine {
             Engine::Native => None,
             Engine::Nvshmem => Some(Arc::new(Runtime::init(boot, &ctx, config.heap_size, nodes.count() == 1)?)),
@@ -319,7 +371,7 @@ impl Shmem {
         };
         self.agree_checked(call, &[("kind", op), ("size in bytes", bytes), ("alignment", align)], local)?;
         let off = self.heap.alloc.lock().unwrap_or_else(|p| p.into_inner()).alloc(bytes, align)?;
-        Ok(SymSlice::new(off, len, self.heap.base))
+        Ok(SymSlice::new(off, len, self.heap.base, self.stream.clone()))
     }
 
     /// Collective: `len` elements of `T` in the symmetric heap, at the same
@@ -565,6 +617,37 @@ impl Shmem {
 }
 
 /// What `setup` makes.
+/// The program's own context and stream, for [`Shmem::init_on`].
+struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+}
+
+impl Gpu {
+    /// Whether this context and stream can carry a PE (`device`: the GPU the launcher names).
+    fn check(&self, device: Option<usize>) -> Result<()> {
+        let why = if !Arc::ptr_eq(self.stream.context(), &self.ctx) {
+            format!(
+                "the stream belongs to another context (device {}) than the one given (device {})",
+                self.stream.context().ordinal(),
+                self.ctx.ordinal()
+            )
+        } else if self.stream.cu_stream().is_null() {
+            "the stream is the legacy default stream (ctx.default_stream()): pass a stream of its own, \
+             ctx.new_stream(), since PEs that share a GPU would wait on each other behind it"
+                .to_string()
+        } else if let Some(d) = device.filter(|&d| d != self.ctx.ordinal()) {
+            format!(
+                "the context is on device {}, but the launcher gives this PE device {d} (GPUSHMEM_DEVICE)",
+                self.ctx.ordinal()
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Error::Context { why })
+    }
+}
+
 struct Parts {
     builtin: Module,
     teams: TeamTable,

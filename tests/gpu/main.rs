@@ -29,6 +29,7 @@ mod collective;
 mod common;
 mod errors;
 mod faults;
+mod interop;
 mod litmus;
 mod reference;
 mod rma;
@@ -78,6 +79,19 @@ fn child_scenario(name: &str) -> ExitCode {
             Ok(())
         })()),
         "init_only" => report(gpushmem::Shmem::init().map(|_| ())),
+        "init_on" | "init_on_default_stream" => match interop::init_on_child(name == "init_on_default_stream") {
+            Ok(f) if f.is_empty() => ExitCode::SUCCESS,
+            Ok(f) => {
+                for l in f.iter().take(20) {
+                    println!("FAILED: {l}");
+                }
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                println!("HOST-SAW-ERROR: {e}");
+                ExitCode::from(1)
+            }
+        },
         other if other.starts_with("misuse_") => report(collective::misuse_child(other)),
         other if other.starts_with("typed_misuse_") => {
             report(typed::misuse_child(other["typed_misuse_".len()..].parse().unwrap_or(u32::MAX)))
@@ -161,6 +175,7 @@ const PROCESS_VARIANTS: &[(&str, usize)] = &[
     ("stream::ordered_ops_4pe", 4),
     ("rma::strided_ring_2pe", 2),
     ("rma::host_ptr_2pe", 2),
+    ("interop::cudarc_ptr_2pe", 2),
     ("rma::strided_ring_4pe", 4),
     ("sync::barrier_1000_rounds_2pe", 2),
     ("sync::barrier_1000_rounds_4pe", 4),
@@ -188,6 +203,8 @@ fn gpu_tests() -> Vec<Test> {
         test("smoke::state_installed_2pe", || smoke::state_installed(2)),
         test("smoke::state_installed_4pe", || smoke::state_installed(4)),
         test("smoke::launch_query_gridsize", smoke::launch_query_gridsize),
+        test("interop::cudarc_ptr_2pe", || interop::cudarc_ptr(2)),
+        test("interop::init_on_2pe", interop::init_on_2pe),
         test("errors::host_bad_inputs", errors::host_bad_inputs),
         test("errors::kernel_of_another_pe", errors::kernel_of_another_pe),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),
@@ -286,7 +303,7 @@ const ALL_AS_PROCESSES_VAR: &str = "GPUSHMEM_TEST_ALL_AS_PROCESSES";
 /// Tests that cannot be one PE of a process job: they spawn processes or
 /// trap on purpose themselves, or measure the whole device.
 fn has_own_processes(name: &str) -> bool {
-    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks"].iter().any(|p| name.starts_with(p))
+    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks", "interop::init_on"].iter().any(|p| name.starts_with(p))
         || name.contains("processes")
 }
 

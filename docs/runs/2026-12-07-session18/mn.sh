@@ -3,6 +3,7 @@
 # docs/runs/2026-12-07-session17/stage.sh):
 #   bash docs/runs/2026-12-07-session18/mn.sh verify     # 1.
 #   bash docs/runs/2026-12-07-session18/mn.sh stretch    # 2.
+#   bash docs/runs/2026-12-07-session18/mn.sh interop    # 3. (issue 39)
 # Session 17's run of this (its first on a GPU) showed: UCX's proxy aborted as before but neither PE
 # ended, with the exit watchdog on or off; so here both UCX runs record what each thread waits in
 # (kernel stack, syscall, user PC and the library it falls in), and GPUSHMEM_DEBUG=debug says whether
@@ -27,6 +28,18 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 command -v gdb eu-stack pstack perf 2>&1 | tr '\n' ' '; echo
 what=${1:-verify}
 [ "$what" = verify ] && OUT=$out bash "$bin/verify.sh" multinode
+# Issue 39 on the GPU: the cudarc interop tests (threads, processes, Shmem::init_on), native and
+# NVSHMEM engines, and the guide's app built from the packaged crates.
+if [ "$what" = interop ]; then
+  (cd "$bin" && GPUSHMEM_REQUIRE_GPU=1 timeout -k 5 300 ./gpu interop:: >"$out/interop-native.log" 2>&1; echo "exit $?" >>"$out/interop-native.log")
+  echo "interop native: $(grep -E '^test |test result|exit ' "$out/interop-native.log" | tr '\n' '|')"
+  grep -E "^  [0-9]+ (PEs|processes)" "$out/interop-native.log"
+  (cd "$bin" && GPUSHMEM_REQUIRE_GPU=1 GPUSHMEM_ENGINE=nvshmem GPUSHMEM_TEST_ALL_AS_PROCESSES=1 timeout -k 5 300 ./gpu-nvshmem interop:: \
+    >"$out/interop-nvshmem.log" 2>&1; echo "exit $?" >>"$out/interop-nvshmem.log")
+  echo "interop nvshmem: $(grep -E '^test |test result|exit ' "$out/interop-nvshmem.log" | tr '\n' '|')"
+  (cd "$bin" && timeout -k 5 120 ./guide-myapp >"$out/guide-packaged.log" 2>&1; echo "exit $?" >>"$out/guide-packaged.log")
+  echo "guide (packaged crates): $(tr '\n' '|' <"$out/guide-packaged.log" | cut -c1-400)"
+fi
 # ---- stretch: UCX between simulated nodes ----
 if [ "$what" = stretch ] && [ -f "$root/stage-ucx/ucx.tar.xz" ]; then
   mkdir -p /opt/ucx && tar -C /opt/ucx -xJf "$root/stage-ucx/ucx.tar.xz"

@@ -6,13 +6,15 @@
 //! flags and other sync words, zeroed at init); user allocations follow.
 
 pub mod allocator;
+mod cudarc_interop;
 
 use crate::driver;
 use crate::{Error, Result};
 use allocator::Allocator;
+use cudarc::driver::CudaStream;
 use gpushmem_kernels::abi::RESERVED_HEAP_BYTES;
 use std::marker::PhantomData;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// `len` elements of `T` in the symmetric heap: the same offset on every PE.
 ///
@@ -23,17 +25,24 @@ use std::sync::Mutex;
 /// as `putmem_nbi(dest_ptr, …, pe)` translate it to PE `pe`'s copy). Free it with
 /// [`crate::Shmem::free`] (collective); it is not freed on drop, since a drop
 /// is not collective (the whole heap is released at finalize).
+///
+/// It is also a cudarc device slice (`DevicePtr`/`DevicePtrMut`): pass it to
+/// cudarc's copies, launches and cuBLAS calls; see the `DevicePtr` impl for the
+/// ordering it gives.
 #[derive(Debug)]
 pub struct SymSlice<T> {
     offset: u64,
     len: usize,
     heap_base: u64,
+    /// The PE's stream ([`crate::Shmem::stream`]): the stream whose order
+    /// cudarc calls on other streams are made to follow.
+    stream: Arc<CudaStream>,
     _t: PhantomData<T>,
 }
 
 impl<T> SymSlice<T> {
-    pub(crate) fn new(offset: u64, len: usize, heap_base: u64) -> Self {
-        SymSlice { offset, len, heap_base, _t: PhantomData }
+    pub(crate) fn new(offset: u64, len: usize, heap_base: u64, stream: Arc<CudaStream>) -> Self {
+        SymSlice { offset, len, heap_base, stream, _t: PhantomData }
     }
 
     /// Number of elements.
