@@ -47,6 +47,24 @@ use common::*;
 use libtest_mimic::{Arguments, Trial};
 use std::process::ExitCode;
 
+/// A child scenario's exit status from the failures it found (printed, the
+/// first 20, after `prefix`) or the error that stopped it.
+fn report_failures(r: gpushmem::Result<Vec<String>>, prefix: &str) -> ExitCode {
+    match r {
+        Ok(f) if f.is_empty() => ExitCode::SUCCESS,
+        Ok(f) => {
+            for l in f.iter().take(20) {
+                println!("{prefix}{l}");
+            }
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            println!("HOST-SAW-ERROR: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn child_scenario(name: &str) -> ExitCode {
     let report = |r: gpushmem::Result<()>| match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -79,19 +97,9 @@ fn child_scenario(name: &str) -> ExitCode {
             Ok(())
         })()),
         "init_only" => report(gpushmem::Shmem::init().map(|_| ())),
-        "init_on" | "init_on_default_stream" => match interop::init_on_child(name == "init_on_default_stream") {
-            Ok(f) if f.is_empty() => ExitCode::SUCCESS,
-            Ok(f) => {
-                for l in f.iter().take(20) {
-                    println!("FAILED: {l}");
-                }
-                ExitCode::from(1)
-            }
-            Err(e) => {
-                println!("HOST-SAW-ERROR: {e}");
-                ExitCode::from(1)
-            }
-        },
+        "init_on" | "init_on_default_stream" => {
+            report_failures(interop::init_on_child(name == "init_on_default_stream"), "FAILED: ")
+        }
         other if other.starts_with("misuse_") => report(collective::misuse_child(other)),
         other if other.starts_with("typed_misuse_") => {
             report(typed::misuse_child(other["typed_misuse_".len()..].parse().unwrap_or(u32::MAX)))
@@ -120,19 +128,7 @@ fn child_scenario(name: &str) -> ExitCode {
                 shmem.barrier_all()?;
             }
         })()),
-        "ring_processes" => match rma::ring_and_alltoall_process() {
-            Ok(f) if f.is_empty() => ExitCode::SUCCESS,
-            Ok(f) => {
-                for l in f.iter().take(20) {
-                    println!("{l}");
-                }
-                ExitCode::from(1)
-            }
-            Err(e) => {
-                println!("HOST-SAW-ERROR: {e}");
-                ExitCode::from(1)
-            }
-        },
+        "ring_processes" => report_failures(rma::ring_and_alltoall_process(), ""),
         other if other.starts_with("run-test:") => {
             let want = &other["run-test:".len()..];
             match gpu_tests().into_iter().find(|(n, _)| n == want) {
@@ -303,7 +299,9 @@ const ALL_AS_PROCESSES_VAR: &str = "GPUSHMEM_TEST_ALL_AS_PROCESSES";
 /// Tests that cannot be one PE of a process job: they spawn processes or
 /// trap on purpose themselves, or measure the whole device.
 fn has_own_processes(name: &str) -> bool {
-    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks", "interop::init_on"].iter().any(|p| name.starts_with(p))
+    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks", "interop::init_on"]
+        .iter()
+        .any(|p| name.starts_with(p))
         || name.contains("processes")
 }
 

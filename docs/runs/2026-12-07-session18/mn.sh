@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 18 (issue 38) on the GPU machine (carry stage, stage-ucx; staged by
-# docs/runs/2026-12-07-session17/stage.sh):
+# docs/runs/2026-12-07-session18/stage.sh):
 #   bash docs/runs/2026-12-07-session18/mn.sh verify     # 1.
 #   bash docs/runs/2026-12-07-session18/mn.sh stretch    # 2.
 #   bash docs/runs/2026-12-07-session18/mn.sh interop    # 3. (issue 39)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 18: session 17's stage plus the native GPU suite (the cudarc interop tests) and the
+# Session 18 (first written in session 17): the stage for mn.sh, with the native GPU suite (the cudarc interop tests) and the
 # guide's app built from the packaged crates (scripts/check-guide.sh --packaged).
 # Stages only what mn.sh needs (scripts/device.sh's full stage is over the device tool's 64 MiB with
 # the UCX libraries beside it): gpushmem-run, gpushmem-info, the ring/moe/halo examples for both
