@@ -6,18 +6,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.tools/bin:$PATH"
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+# Each step's time, so that CI's time can be read from its log.
+step() { echo "test.sh: [${SECONDS}s] $*"; }
+step "formatting"
 cargo fmt --all --check
+cargo clippy --workspace --all-targets --quiet -- -D warnings
 # Kernel crates are workspaces of their own (built for nvptx64 only). The
-# built-in kernels' manifest is a template (host/build.rs fills it in): filled
-# in here as target/builtin/Cargo.toml.
-mkdir -p target/builtin
-sed -e "s|@LIB@|$PWD/host/builtin/src/lib.rs|" -e "s|@KERNELS@|$PWD/kernels|" host/builtin/Cargo.toml.in \
-  >target/builtin/Cargo.toml
-cp host/builtin/Cargo.lock target/builtin/Cargo.lock
-for k in tests/kernels examples/*-kernels target/builtin bench/kernels; do
+# built-in kernels' manifest is a template that host/build.rs fills in under
+# its OUT_DIR (run by the clippy above): found through cargo's build-script report.
+builtin=$(cargo check --quiet -p gpushmem --message-format=json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "build-script-executed" and "/host#gpushmem@" in m["package_id"]:
+        print(m["out_dir"] + "/builtin")')
+[ -f "$builtin/Cargo.toml" ] || { echo "test.sh: host/build.rs wrote no built-in kernels' manifest (${builtin:-no out dir})" >&2; exit 1; }
+kernel_crates=(tests/kernels examples/*-kernels "$builtin" bench/kernels)
+for k in "${kernel_crates[@]}"; do
   cargo fmt --check --manifest-path "$k/Cargo.toml"
 done
-cargo clippy --workspace --all-targets --quiet -- -D warnings
+step "nvptx64 clippy"
 # Clippy on the device code for nvptx64, as gpushmem-build compiles it, on both
 # engines: the device library and every kernel crate.
 nvptx_clippy() { # nvptx_clippy EXTRA_RUSTFLAGS CARGO_ARGS...
@@ -29,10 +37,11 @@ nvptx_clippy() { # nvptx_clippy EXTRA_RUSTFLAGS CARGO_ARGS...
 nvshmem_flags=$'\x1f--cfg\x1fgpushmem_nvshmem'
 nvptx_clippy "" -p gpushmem-kernels
 nvptx_clippy "$nvshmem_flags" -p gpushmem-kernels --features nvshmem
-for k in tests/kernels examples/*-kernels target/builtin bench/kernels; do
+for k in "${kernel_crates[@]}"; do
   nvptx_clippy "" --manifest-path "$k/Cargo.toml"
   nvptx_clippy "$nvshmem_flags" --manifest-path "$k/Cargo.toml" --features gpushmem-kernels/nvshmem
 done
+step "rustdoc"
 # The device API's rustdoc (nvptx64), checked to show the device functions.
 bash scripts/doc.sh
 # docs/verification.md's litmus table is what the committed logs give.
@@ -41,6 +50,7 @@ python3 scripts/litmus-table.py --check
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p gpushmem -p gpushmem-build
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+step "cargo test --workspace"
 cargo test --workspace 2>&1 | tee "$log"
 # The simulated-node tests (host/tests/multinode.rs) make mount and UTS
 # namespaces: ignored above, run here where that is possible (as root, as CI
@@ -52,6 +62,7 @@ if [ "$(id -u)" = 0 ] && unshare --mount --uts true 2>/dev/null; then
   else
     echo "test.sh: the network-namespace test of host/tests/multinode.rs not run: it needs iproute2 (ip netns)"
   fi
+  step "simulated-node tests"
   cargo test -p gpushmem --test multinode -- --ignored $netns 2>&1 | tee -a "$log"
 else
   echo "test.sh: host/tests/multinode.rs not run: it needs root and mount/UTS namespaces (unshare --mount --uts)"
@@ -60,6 +71,7 @@ fi
 # or hidden by CUDA_VISIBLE_DEVICES=) the GPU suite must fail, not list ignored
 # tests, and fail by the guard: its own message (tests/gpu/main.rs) must be in
 # the output, since any other failure (a build error, a panic) exits non-zero too.
+step "GPU guard"
 guard_out=$(CUDA_VISIBLE_DEVICES= GPUSHMEM_REQUIRE_GPU=1 cargo test --quiet --test gpu 2>&1) && guard_rc=0 || guard_rc=$?
 if [ "$guard_rc" -eq 0 ]; then
   echo "test.sh: the GPU suite passed without a GPU although GPUSHMEM_REQUIRE_GPU=1" >&2
@@ -70,6 +82,7 @@ if ! grep -q "GPU tests FAILED: GPUSHMEM_REQUIRE_GPU is set, but no GPU can be u
   tail -20 <<<"$guard_out" >&2
   exit 1
 fi
+step "done"
 # One closing line over every test binary (cargo's last line is the doc-test summary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
      END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

@@ -13,31 +13,39 @@
 
 use std::process::Command;
 
-/// `gpushmem-run --simulate-nodes 2 [launcher args] -n 4 -- sh -c SCRIPT`, with
-/// `gpushmem-info` as `$INFO`: (exit ok, stdout + stderr).
-/// `gpushmem-info`, copied where the simulated nodes still see it: each node
-/// gets fresh `/tmp`, `/dev/shm` and `/run/user`, and a checkout (so the build)
-/// may well lie under `/tmp`.
-fn visible_info() -> std::path::PathBuf {
-    static COPY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    COPY.get_or_init(|| {
-        let dir = std::path::Path::new("/var/tmp").join(format!("gpushmem-multinode-{}", std::process::id()));
+/// `gpushmem-info`, copied where the simulated nodes still see it (each node
+/// gets fresh `/tmp`, `/dev/shm` and `/run/user`, and a checkout, so the build,
+/// may well lie under `/tmp`); removed again when dropped.
+struct VisibleInfo(std::path::PathBuf);
+
+impl VisibleInfo {
+    fn new() -> VisibleInfo {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::path::Path::new("/var/tmp").join(format!("gpushmem-multinode-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("making a directory under /var/tmp");
-        let to = dir.join("gpushmem-info");
-        std::fs::copy(env!("CARGO_BIN_EXE_gpushmem-info"), &to).expect("copying gpushmem-info");
-        to
-    })
-    .clone()
+        std::fs::copy(env!("CARGO_BIN_EXE_gpushmem-info"), dir.join("gpushmem-info")).expect("copying gpushmem-info");
+        VisibleInfo(dir)
+    }
 }
 
+impl Drop for VisibleInfo {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// `gpushmem-run --simulate-nodes 2 [launcher args] -n 4 -- sh -c SCRIPT`, with
+/// `gpushmem-info` as `$INFO`: (exit ok, stdout + stderr).
 fn two_by_two(launcher_args: &[&str], script: &str) -> (bool, String) {
+    let info = VisibleInfo::new();
     let out = Command::new(env!("CARGO_BIN_EXE_gpushmem-run"))
         .args(["--simulate-nodes", "2", "--grace", "10"])
         .args(launcher_args)
         .args(["-n", "4", "--", "sh", "-c", script])
         // The working directory too must not be one that a node replaces.
         .current_dir("/")
-        .env("INFO", visible_info())
+        .env("INFO", info.0.join("gpushmem-info"))
         .env("GPUSHMEM_BOOTSTRAP_TIMEOUT", "5")
         .env_remove("GPUSHMEM_ENGINE")
         .output()

@@ -61,23 +61,18 @@ pub fn foreign_kernel() -> (&'static str, Ptx) {
     ("hand-written PTX (no libnvrtc found)", Ptx::from_src(FILL_PTX))
 }
 
-fn cuda(call: &'static str) -> impl Fn(gpushmem::cudarc::driver::DriverError) -> gpushmem::Error {
-    move |source| gpushmem::Error::Cuda { call: call.into(), source }
-}
-
 /// One PE's part; returns what it found wrong.
 pub fn body(shmem: &Shmem, ptx: &Ptx) -> gpushmem::Result<Vec<String>> {
     let (me, n) = (shmem.my_pe(), shmem.n_pes());
     let next = (me + 1) % n;
     let (ctx, stream) = (shmem.context(), shmem.stream());
-    let module = ctx.load_module(ptx.clone()).map_err(cuda("cuModuleLoadData (the foreign kernel)"))?;
-    let fill = module.load_function("fill_u32").map_err(cuda("cuModuleGetFunction(fill_u32)"))?;
+    let module = ctx.load_module(ptx.clone())?;
+    let fill = module.load_function("fill_u32")?;
     let src = shmem.malloc::<u32>(LEN)?;
     let mut got = shmem.calloc::<u32>(LEN)?;
     let (p, base, len) = (src.as_kernel_ptr(), (me as u32) << 20, LEN as u32);
     // SAFETY: fill_u32(p, base, n) writes p[0..n): `src`, LEN u32s of this PE's heap.
-    unsafe { stream.launch_builder(&fill).arg(&p).arg(&base).arg(&len).launch(LaunchConfig::for_num_elems(len)) }
-        .map_err(cuda("cuLaunchKernel(fill_u32)"))?;
+    unsafe { stream.launch_builder(&fill).arg(&p).arg(&base).arg(&len).launch(LaunchConfig::for_num_elems(len)) }?;
     shmem.barrier_all()?;
     let m = kernels(shmem)?;
     let get = m.kernel("probe_get_warp")?;
@@ -92,17 +87,17 @@ pub fn body(shmem: &Shmem, ptx: &Ptx) -> gpushmem::Result<Vec<String>> {
         }
     };
     // Another stream: the copy must wait for the get queued on the PE's stream.
-    let side = ctx.new_stream().map_err(cuda("cuStreamCreate"))?;
-    let received = side.clone_dtoh(&got).map_err(cuda("clone_dtoh on another stream"))?;
+    let side = ctx.new_stream()?;
+    let received = side.clone_dtoh(&got)?;
     check("read from PE next by a gpushmem get, copied by cudarc on another stream", &received, &|i| {
         ((next as u32) << 20) + i as u32
     });
-    let own = stream.clone_dtoh(&src).map_err(cuda("clone_dtoh on the PE's stream"))?;
+    let own = stream.clone_dtoh(&src)?;
     check("written by the foreign kernel, copied by cudarc on the PE's stream", &own, &|i| {
         ((me as u32) << 20) + i as u32
     });
     // DevicePtrMut on another stream; gpushmem's own read (PE's stream) must see it.
-    side.memcpy_htod(&vec![7u32; LEN], &mut got).map_err(cuda("memcpy_htod on another stream"))?;
+    side.memcpy_htod(&vec![7u32; LEN], &mut got)?;
     check("written by cudarc on another stream, read by Shmem::read", &shmem.read(&got)?, &|_| 7);
     shmem.barrier_all()?;
     Ok(failures)
@@ -123,9 +118,8 @@ pub fn cudarc_ptr(n: usize) -> TestResult {
 /// context and stream made here; `init_on_default_stream`: the default stream.
 pub fn init_on_child(default_stream: bool) -> gpushmem::Result<Vec<String>> {
     let local: usize = std::env::var("GPUSHMEM_LOCAL_RANK").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    let ctx = CudaContext::new(local % gpushmem::gpu_available()?).map_err(cuda("cuDevicePrimaryCtxRetain"))?;
-    let stream =
-        if default_stream { ctx.default_stream() } else { ctx.new_stream().map_err(cuda("cuStreamCreate"))? };
+    let ctx = CudaContext::new(local % gpushmem::gpu_available()?)?;
+    let stream = if default_stream { ctx.default_stream() } else { ctx.new_stream()? };
     let shmem = Shmem::init_on(ctx.clone(), stream.clone())?;
     let mut failures = Vec::new();
     if shmem.stream().cu_stream() != stream.cu_stream() || !std::sync::Arc::ptr_eq(shmem.context(), &ctx) {

@@ -24,7 +24,8 @@ impl<T> SymSlice<T> {
     /// what to do once the caller's work is queued.
     fn ordered_on<'a>(&'a self, stream: &'a CudaStream) -> (cudarc::driver::sys::CUdeviceptr, SyncOnDrop<'a>) {
         let ptr = self.as_kernel_ptr();
-        if std::ptr::eq(stream, Arc::as_ptr(&self.stream)) || stream.cu_stream() == self.stream.cu_stream() {
+        // The driver's handle, not the Arc: a second `CudaStream` may wrap the same stream.
+        if stream.cu_stream() == self.stream.cu_stream() {
             return (ptr, SyncOnDrop::Sync(None));
         }
         // cudarc's own slices report errors here the same way: on the context,
