@@ -32,7 +32,7 @@ nvptx_clippy() { # nvptx_clippy EXTRA_RUSTFLAGS CARGO_ARGS...
   local flags=$1
   shift
   RUSTC_BOOTSTRAP=1 CARGO_ENCODED_RUSTFLAGS="-Ctarget-cpu=sm_90$flags" cargo clippy --quiet \
-    --target nvptx64-nvidia-cuda -Zbuild-std=core --target-dir target/clippy-nvptx "$@" -- -D warnings
+    --target nvptx64-nvidia-cuda -Zbuild-std=core --target-dir "${CARGO_TARGET_DIR:-target}/clippy-nvptx" "$@" -- -D warnings
 }
 nvshmem_flags=$'\x1f--cfg\x1fgpushmem_nvshmem'
 nvptx_clippy "" -p gpushmem-kernels
@@ -83,6 +83,16 @@ if ! grep -q "GPU tests FAILED: GPUSHMEM_REQUIRE_GPU is set, but no GPU can be u
   exit 1
 fi
 step "done"
-# One closing line over every test binary (cargo's last line is the doc-test summary).
+# One closing line over every test binary (cargo's last line is the doc-test
+# summary), then why the skipped ones were skipped, by reason (GPU tests: the
+# suite's own line says why). Helpers (ignored functions that other tests run
+# as child processes) are not tests: not counted.
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i; if ($(i+1) ~ /^ignored/) s += $i } }
-     END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+     /^GPU tests ignored: / { gpu = substr($0, 20) }
+     /\.\.\. ignored/ { r = $0; sub(/.*\.\.\. ignored,? */, "", r)
+                        if (r ~ /^(helper|run as a child|the child process)/) { h++; next }
+                        if (r == "" && $0 ~ /\[needs GPU\]/) r = "needs a GPU: " gpu
+                        if (r == "") r = "no reason given"
+                        why[r]++ }
+     END { printf "all tests: %d passed, %d failed, %d skipped\n", p, f, s - h
+           for (r in why) printf "  %d skipped: %s\n", why[r], r | "sort -rn" }' "$log"

@@ -206,7 +206,13 @@ impl Shmem {
         };
         let nvshmem = match config.engine {
             Engine::Native => None,
-            Engine::Nvshmem => Some(Arc::new(Runtime::init(boot, &ctx, config.heap_size, nodes.count() == 1)?)),
+            Engine::Nvshmem => Some(Arc::new(Runtime::init(
+                boot,
+                &ctx,
+                config.heap_size,
+                nodes.count() == 1,
+                config.bootstrap_timeout,
+            )?)),
         };
         let heap = match &nvshmem {
             None => Heap::new(&ctx, config.heap_size, stream.cu_stream())?,

@@ -20,9 +20,10 @@
 //! `/run/user` (no temporary file, POSIX shm or Unix socket path shared between
 //! nodes), and its own UTS namespace, with hostname `<hostname>-node<k>` (the
 //! machine's with `--same-hostname`: NVSHMEM tells nodes apart by hostname, so
-//! it then takes the PEs for one node and uses P2P between them; `/tmp` then
-//! stays shared, as NVSHMEM passes CUDA IPC handles between the processes of
-//! one node through the fixed path `/tmp/nvshmem-socket-*`). With
+//! it then takes the PEs for one node and uses P2P between them; `/tmp` and
+//! `/dev/shm` then stay shared, as NVSHMEM passes CUDA IPC handles between the
+//! processes of one node through the fixed path `/tmp/nvshmem-socket-*`, and
+//! PEs sharing a GPU meet in a POSIX shared-memory slab). With
 //! `--node-netns PREFIX [--bootstrap-host H]` node k also runs in the network
 //! namespace `/run/netns/<PREFIX><k>`, made beforehand (`ip netns add`, veth
 //! pairs between them), and the bootstrap meets at `tcp://H:PORT`. Not
@@ -82,9 +83,10 @@ blocks (the first N % K nodes get one PE more) and get their node's local rank
 and size; the bootstrap is TCP on 127.0.0.1. Simulated: each node is its own
 mount namespace, with fresh private /tmp, /dev/shm and /run/user, and its own
 hostname, HOST-node<k> (HOST itself with --same-hostname, so that NVSHMEM
-takes the PEs for one node and uses P2P between them; /tmp then stays shared,
-as NVSHMEM passes CUDA IPC handles between the processes of one node through
-the fixed path /tmp/nvshmem-socket-*). With --node-netns
+takes the PEs for one node and uses P2P between them; /tmp and /dev/shm then
+stay shared, as NVSHMEM passes CUDA IPC handles between the processes of one
+node through the fixed path /tmp/nvshmem-socket-*, and PEs sharing a GPU meet
+in a POSIX shared-memory slab). With --node-netns
 PREFIX, node k also runs in the network namespace /run/netns/PREFIX<k> (made
 beforehand: ip netns add, veth pairs) and --bootstrap-host names node 0's
 address there. Not simulated: a separate network without --node-netns (all
@@ -494,8 +496,9 @@ impl Simulation {
         let cwd = CString::new(cwd.into_os_string().into_vec()).map_err(|e| e.to_string())?;
         let exists = |i: &usize| std::path::Path::new(OsStr::from_bytes(TMPFS[*i].0.to_bytes())).is_dir();
         // One hostname makes NVSHMEM take the PEs for one node, and it then meets
-        // its node's processes at /tmp/nvshmem-socket-*: /tmp must stay shared.
-        let shared = |i: &usize| same_hostname && TMPFS[*i].0 == c"/tmp";
+        // its node's processes at /tmp/nvshmem-socket-* and (PEs sharing a GPU)
+        // in a shm_open slab: /tmp and /dev/shm must stay shared.
+        let shared = |i: &usize| same_hostname && [c"/tmp", c"/dev/shm"].contains(&TMPFS[*i].0);
         let tmpfs: Vec<usize> = (0..TMPFS.len()).filter(|i| exists(i) && !shared(i)).collect();
         let dirs: Vec<_> = tmpfs.iter().map(|&i| TMPFS[i].0.to_string_lossy()).collect();
         let mut ns = Vec::new();

@@ -1,17 +1,21 @@
-//! A bound on how long a process of the NVSHMEM engine may take to exit.
+//! Bounds on NVSHMEM calls that a process cannot get out of: its init, and
+//! its exit.
 //!
-//! NVSHMEM's proxy thread ends the process with `exit(-1)` when a transport
-//! fails it (seen: `process_channel_amo: aborting` over UCX without GDRCopy).
-//! A kernel may then be waiting, inside NVSHMEM's device code, for the
-//! proxy's answer (an atomic's fetched value): a wait gpushmem does not own,
-//! so its device timeout cannot end it. `exit` then runs the CUDA runtime's
-//! teardown, which waits for that kernel, for ever: the process neither works
-//! nor ends, and the launcher waits for it.
+//! NVSHMEM's proxy thread stops serving when a transport fails it (seen:
+//! `process_channel_amo: aborting` over UCX without GDRCopy, during
+//! `nvshmemx_hostlib_init_attr`), and in places ends the process with
+//! `exit(-1)`. The thread that waits for the proxy (init's own exchanges, or
+//! a kernel waiting inside NVSHMEM's device code for an atomic's fetched value)
+//! then waits for ever: a wait gpushmem does not own, so neither its bootstrap
+//! timeout nor its device timeout can end it, and the launcher waits too.
 //!
-//! So once `exit` starts (an `atexit` handler registered after NVSHMEM's
-//! init, hence run before the CUDA runtime's own), a watchdog thread gives the
-//! process [`GRACE`] (or `GPUSHMEM_EXIT_TIMEOUT` seconds; `0`: no watchdog) to
-//! end, and then ends it with `_exit` and the status `exit` was given, saying why.
+//! - [`bounded`] runs such a call with a watchdog thread that ends the process
+//!   (saying what was stuck) when the call has not returned in time.
+//! - [`install`]: once `exit` starts (an `atexit` handler registered before
+//!   NVSHMEM's init completes, hence run before the CUDA runtime's own
+//!   teardown, which waits for a running kernel), a watchdog gives the process
+//!   [`GRACE`] (or `GPUSHMEM_EXIT_TIMEOUT` seconds; `0`: no watchdog) to end,
+//!   and then ends it with `_exit` and the status `exit` was given, saying why.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -56,6 +60,38 @@ extern "C" {
 #[cfg(not(target_env = "gnu"))]
 extern "C" fn on_exit_plain() {
     arm(EXIT_CODE);
+}
+
+/// Runs `f`, a call into NVSHMEM that cannot be interrupted, and ends the
+/// process with [`EXIT_CODE`], saying on stderr that `what` was stuck and what
+/// sets the bound (`knob`), if it has not returned after `limit`. Ending the
+/// process is the only way out: the stuck thread is inside NVSHMEM.
+pub fn bounded<T>(what: &str, limit: Duration, knob: &str, f: impl FnOnce() -> T) -> T {
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    let msg = format!(
+        "gpushmem: {what} has not returned after {limit:?}: NVSHMEM is stuck (most likely its proxy thread \
+         stopped: NVSHMEM's own error above says why); ending this process ({knob} sets this bound)\n"
+    );
+    let watcher = std::thread::Builder::new().name("gpushmem-call-guard".into()).spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = wait.recv_timeout(limit) {
+            // SAFETY: writes a live buffer to stderr, then ends the process at once:
+            // nothing can be torn down while a thread is stuck inside NVSHMEM.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::_exit(EXIT_CODE);
+            }
+        }
+    });
+    if let Err(e) = &watcher {
+        log::warn!("no watchdog for {what} (cannot start its thread: {e}): a stuck call would hang");
+    }
+    let result = f();
+    // Disconnects the channel: the watcher returns at once.
+    drop(done);
+    if let Ok(w) = watcher {
+        let _ = w.join();
+    }
+    result
 }
 
 /// The grace `GPUSHMEM_EXIT_TIMEOUT` sets (seconds, `0`: no watchdog), else `default`.
@@ -146,6 +182,34 @@ mod tests {
         unsafe { libc::atexit(stuck_teardown) };
         install(Duration::from_millis(300));
         std::process::exit(3);
+    }
+
+    /// Run as a child by the test below: a call that never returns.
+    #[test]
+    #[ignore = "run as a child process by a_call_that_never_returns_is_ended"]
+    fn child_with_a_stuck_call() {
+        if std::env::var_os(CHILD).is_none() {
+            return;
+        }
+        bounded("stuck_call", Duration::from_millis(300), "TEST_KNOB", || loop {
+            std::thread::sleep(Duration::from_secs(1));
+        });
+    }
+
+    #[test]
+    fn a_call_that_never_returns_is_ended() {
+        let t0 = Instant::now();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "nvshmem::exit_guard::tests::child_with_a_stuck_call", "--ignored", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(EXIT_CODE), "{err}");
+        assert!(err.contains("stuck_call has not returned") && err.contains("TEST_KNOB"), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+        // A call that returns in time is not ended.
+        assert_eq!(bounded("quick", Duration::from_secs(30), "K", || 7), 7);
     }
 
     #[test]

@@ -28,6 +28,7 @@ use ffi::{InitAttr, Lib, UniqueId, INIT_WITH_UNIQUEID};
 use gpushmem_kernels::abi::ENGINE_TEAM_INVALID;
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Which engine moves the data: chosen once per job (`GPUSHMEM_ENGINE`), the
 /// same at build time (kernels) and run time (host).
@@ -85,8 +86,16 @@ unsafe impl Sync for Runtime {}
 
 impl Runtime {
     /// Initialises NVSHMEM for this PE (collective over `boot`) with `ctx`
-    /// current, and allocates `heap_size` bytes of symmetric heap.
-    pub fn init(boot: &dyn Bootstrap, ctx: &Arc<CudaContext>, heap_size: u64, single_node: bool) -> Result<Runtime> {
+    /// current, and allocates `heap_size` bytes of symmetric heap. The process
+    /// ends, saying why, if NVSHMEM's init has not returned after twice
+    /// `init_timeout` (the bootstrap's bound).
+    pub fn init(
+        boot: &dyn Bootstrap,
+        ctx: &Arc<CudaContext>,
+        heap_size: u64,
+        single_node: bool,
+        init_timeout: Duration,
+    ) -> Result<Runtime> {
         let (me, n) = (boot.rank(), boot.size());
         set_default_env(heap_size, single_node);
         let lib = Lib::load()?;
@@ -110,13 +119,21 @@ impl Runtime {
             unsafe { (lib.set_attr_uniqueid_args)(me as i32, n as i32, &id, &mut attr) },
             "nvshmemx_set_attr_uniqueid_args",
         )?;
-        // SAFETY: as above; NVSHMEM initialises on the current context.
-        check(unsafe { (lib.hostlib_init_attr)(INIT_WITH_UNIQUEID, &mut attr) }, "nvshmemx_hostlib_init_attr")?;
-        // NVSHMEM's proxy may now end the process with exit() behind a kernel
-        // that waits for it: bound that exit (see `exit_guard`).
+        // NVSHMEM's proxy may end the process with exit() behind a kernel that
+        // waits for it, from init on: bound that exit (see `exit_guard`).
         if let Some(grace) = exit_guard::grace_from_env(exit_guard::GRACE) {
             exit_guard::install(grace);
         }
+        // Init meets the other PEs again, through NVSHMEM's proxy where a
+        // remote transport is used: a proxy that stopped leaves it waiting for
+        // ever, so it gets twice the bootstrap's bound.
+        let limit = 2 * init_timeout;
+        let what = format!("PE {me}: nvshmemx_hostlib_init_attr (NVSHMEM's init)");
+        let rc = exit_guard::bounded(&what, limit, "twice GPUSHMEM_BOOTSTRAP_TIMEOUT", || {
+            // SAFETY: as above; NVSHMEM initialises on the current context.
+            unsafe { (lib.hostlib_init_attr)(INIT_WITH_UNIQUEID, &mut attr) }
+        });
+        check(rc, "nvshmemx_hostlib_init_attr")?;
         // SAFETY: NVSHMEM is initialised.
         let (their_me, their_n) = unsafe { ((lib.my_pe)(), (lib.n_pes)()) };
         if their_me != me as i32 || their_n != n as i32 {
