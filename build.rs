@@ -1,4 +1,6 @@
-//! Builds the test and example kernel crates to PTX
+//! Builds the test and benchmark kernel crates to PTX, and the example kernel
+//! crates again for tests/ptx's checks of every kernel crate (the examples
+//! package, examples/, builds its own)
 //! (env GPUSHMEM_PTX_GPUSHMEM_TEST_KERNELS, GPUSHMEM_PTX_RING_KERNELS,
 //! GPUSHMEM_PTX_ALLREDUCE_KERNELS, GPUSHMEM_PTX_MOE_KERNELS, GPUSHMEM_PTX_HALO_KERNELS,
 //! GPUSHMEM_PTX_GPUSHMEM_BENCH_KERNELS, and the GPUSHMEM_CUBIN_* beside them).

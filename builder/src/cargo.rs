@@ -175,13 +175,15 @@ enum Forward<'a> {
 /// (`from_this`) to the build output, errors to stderr. Left out (`None`):
 /// warnings of its dependencies (`core`, gpushmem-kernels: not the user's to
 /// fix), rustc's closing count ("N warnings emitted"), and the note that the
-/// builder's own `-Ctarget-feature=+ptxNN` is unstable.
+/// builder's own `-Ctarget-feature=+ptxNN` is unstable (or unknown to rustc).
 fn forwarded(m: &serde_json::Value, from_this: bool) -> Option<Forward<'_>> {
     let rendered = m["rendered"].as_str()?;
     let text = m["message"].as_str().unwrap_or_default();
     let no_spans = m["spans"].as_array().is_none_or(|s| s.is_empty());
-    if no_spans && (text.ends_with("emitted") || text.starts_with("unstable feature specified for `-Ctarget-feature`"))
-    {
+    // rustc says "unstable feature" for a ptxNN it knows, "unknown and unstable
+    // feature" for a newer one (ptx88 on some toolchains).
+    let ptx_feature = text.contains("feature specified for `-Ctarget-feature`: `ptx");
+    if no_spans && (text.ends_with("emitted") || ptx_feature) {
         return None;
     }
     match (m["level"] == "warning", from_this) {
@@ -255,6 +257,8 @@ mod tests {
         assert_eq!(forwarded(&msg("warning", "3 warnings emitted", false), true), None);
         let feature = msg("warning", "unstable feature specified for `-Ctarget-feature`: `ptx80`", false);
         assert_eq!(forwarded(&feature, true), None);
+        let unknown = msg("warning", "unknown and unstable feature specified for `-Ctarget-feature`: `ptx88`", false);
+        assert_eq!(forwarded(&unknown, true), None);
         let e = msg("error", "cannot find value `y`", true);
         assert_eq!(forwarded(&e, false), Some(Forward::Stderr("error: cannot find value `y`\n")), "errors always");
     }

@@ -3,6 +3,14 @@ use std::path::PathBuf;
 /// Why a kernel crate did not turn into PTX.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
+    /// The GPU architecture is not one kernels can be built for.
+    #[error("GPUSHMEM_ARCH (or Builder::arch) is {arch:?}: {why}; use one of {}; `nvidia-smi --query-gpu=compute_cap --format=csv` gives the GPU's (9.0 is sm_90)", crate::ARCHS.join(", "))]
+    BadArch {
+        /// The name given.
+        arch: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The kernel crate's manifest is missing.
     #[error("no kernel crate at {0} (Cargo.toml not found)")]
     NoKernelCrate(PathBuf),

@@ -97,6 +97,28 @@ use std::path::{Path, PathBuf};
 /// The GPU architecture kernels are built for unless [`Builder::arch`] says otherwise.
 pub const DEFAULT_ARCH: &str = "sm_90";
 
+/// The GPU architectures kernels can be built for: Volta (`sm_70`) and later,
+/// as LLVM's NVPTX back end names them (`a`: the architecture-specific form).
+/// gpushmem's device code needs `sm_70` (scoped atomics and fences).
+pub const ARCHS: &[&str] = &[
+    "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_101",
+    "sm_101a", "sm_120", "sm_120a",
+];
+
+/// Checks a GPU architecture name (`GPUSHMEM_ARCH`, [`Builder::arch`]) before
+/// anything is built, so that a typo is not buried under LLVM's errors.
+pub fn check_arch(arch: &str) -> Result<(), BuildError> {
+    if ARCHS.contains(&arch) {
+        return Ok(());
+    }
+    let why = match arch.strip_prefix("sm_").map(|n| n.trim_end_matches('a').parse::<u32>()) {
+        Some(Ok(n)) if n < 70 => "gpushmem needs sm_70 (Volta) or later".to_string(),
+        Some(Ok(_)) => "not an architecture this toolchain's NVPTX back end knows".to_string(),
+        _ => "not a GPU architecture: the form is sm_XY, from the GPU's compute capability X.Y".to_string(),
+    };
+    Err(BuildError::BadArch { arch: arch.to_string(), why })
+}
+
 /// The rustc target that kernel crates are compiled for.
 pub const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 
@@ -278,6 +300,7 @@ impl Builder {
     /// for cargo; see [`Builder::build_or_exit`] for the `build.rs` form.
     pub fn build(&self) -> Result<Built, BuildError> {
         let engine = self.resolved_engine()?;
+        check_arch(&self.arch)?;
         let manifest = self.crate_dir.join("Cargo.toml");
         if !manifest.is_file() {
             return Err(BuildError::NoKernelCrate(manifest));
@@ -389,6 +412,15 @@ mod tests {
         }
         assert_eq!(Engine::default(), Engine::Native);
         assert_eq!(Engine::Nvshmem.to_string(), "nvshmem");
+    }
+
+    #[test]
+    fn architectures_are_checked() {
+        assert!(check_arch("sm_90").is_ok() && check_arch("sm_80").is_ok() && check_arch(DEFAULT_ARCH).is_ok());
+        for (bad, says) in [("banana", "the form is sm_XY"), ("sm_999", "back end knows"), ("sm_60", "sm_70")] {
+            let e = check_arch(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains(says) && e.contains("GPUSHMEM_ARCH"), "{e}");
+        }
     }
 
     #[test]

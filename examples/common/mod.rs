@@ -64,8 +64,8 @@ fn process_mode(n_pes: usize, gpus: usize) -> (String, bool) {
 /// The driver of an example's `main`, after its arguments are parsed.
 ///
 /// Without a GPU it prints `<name>: <why>` and returns exit status 2.
-/// Launched by `gpushmem-run` (`GPUSHMEM_RANK` or `OMPI_COMM_WORLD_RANK`
-/// set), this process is one PE: `Shmem::init`, `body`, `finalize`.
+/// Launched by `gpushmem-run`, `mpirun`, `srun`, … ([`gpushmem::launched`]),
+/// this process is one PE: `Shmem::init`, `body`, `finalize`.
 /// Otherwise it runs PEs as threads, as many as `args[0]` says (default: one
 /// per GPU, at least 2) — except on the NVSHMEM engine (`GPUSHMEM_ENGINE=nvshmem`),
 /// which has one PE per process: then this process is a job of one PE.
@@ -89,7 +89,7 @@ pub fn run(
             return ExitCode::from(2);
         }
     };
-    let launched = std::env::var_os("GPUSHMEM_RANK").is_some() || std::env::var_os("OMPI_COMM_WORLD_RANK").is_some();
+    let launched = gpushmem::launched();
     // NVSHMEM has one PE per process: unlaunched, this process is a job of one PE.
     let nvshmem = gpushmem::Config::from_env().is_ok_and(|c| c.engine == gpushmem::Engine::Nvshmem);
     if nvshmem && !launched {

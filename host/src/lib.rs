@@ -85,7 +85,7 @@ mod threads;
 /// ["derive"] }`); tuples are not `Pod` (their layout is not fixed).
 pub use bytemuck;
 pub use collective_ops::ReduceType;
-pub use config::{parse_size, Config};
+pub use config::{parse_size, Config, Setting};
 pub use cudarc;
 /// A kernel launch's shape: `grid_dim`, `block_dim` (each `(x, y, z)`) and
 /// `shared_mem_bytes` of dynamic shared memory (cudarc's, re-exported).
@@ -108,4 +108,14 @@ pub use threads::Threads;
 /// Whether a usable CUDA driver and GPU are present; `Err` says why not.
 pub fn gpu_available() -> Result<usize> {
     driver::device_count()
+}
+
+/// Whether a launcher (`gpushmem-run`, `mpirun`, `srun`, …) started this
+/// process as a PE of a multi-process job, by the same variables
+/// [`Shmem::init`] reads ([`bootstrap::env`]): a program's `main` calls
+/// `Shmem::init` when this is true and may run PEs as [`Threads`] otherwise.
+/// Variables that are set but wrong count as launched, so that `Shmem::init`
+/// reports them.
+pub fn launched() -> bool {
+    !matches!(bootstrap::env::LaunchEnv::from_env(), Ok(None))
 }

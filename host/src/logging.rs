@@ -27,16 +27,28 @@ static INIT: Once = Once::new();
 /// Called by [`crate::Shmem::init`] and [`crate::Threads::run`].
 pub fn init() {
     INIT.call_once(|| {
-        let level = match std::env::var("GPUSHMEM_DEBUG").ok().as_deref().map(str::to_ascii_lowercase).as_deref() {
-            None | Some("") | Some("0") | Some("off") => return,
-            Some("error") => log::LevelFilter::Error,
-            Some("warn") => log::LevelFilter::Warn,
-            Some("info") => log::LevelFilter::Info,
-            Some("trace") => log::LevelFilter::Trace,
-            _ => log::LevelFilter::Debug,
+        // A bad value is reported by Config (Shmem::init fails with it); here: debug.
+        let level = match std::env::var("GPUSHMEM_DEBUG").map(|v| parse_level(&v)) {
+            Err(_) | Ok(Ok(None)) => return,
+            Ok(Ok(Some(l))) => l,
+            Ok(Err(_)) => log::LevelFilter::Debug,
         };
         if log::set_logger(&LOGGER).is_ok() {
             log::set_max_level(level);
         }
     });
+}
+
+/// `GPUSHMEM_DEBUG`'s value as a level: `None` for off (`""`, `0`, `off`),
+/// `1` for debug, or a level name; an error for anything else.
+pub(crate) fn parse_level(v: &str) -> std::result::Result<Option<log::LevelFilter>, String> {
+    Ok(Some(match v.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "off" => return Ok(None),
+        "error" => log::LevelFilter::Error,
+        "warn" => log::LevelFilter::Warn,
+        "info" => log::LevelFilter::Info,
+        "1" | "debug" => log::LevelFilter::Debug,
+        "trace" => log::LevelFilter::Trace,
+        _ => return Err("expected off/0, error, warn, info, debug/1 or trace".into()),
+    }))
 }

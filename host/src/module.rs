@@ -107,6 +107,9 @@ impl Module {
         nvshmem: Option<&Arc<crate::nvshmem::Runtime>>,
     ) -> Result<Module> {
         let err = |why: String| Error::Module { name: name.to_string(), why };
+        if let Some(why) = arch_mismatch(ptx, ctx) {
+            return Err(err(why));
+        }
         let prebuilt = cubin.filter(|c| !c.is_empty()).and_then(|c| {
             ctx.load_module(cudarc::nvrtc::Ptx::from_binary(c.to_vec()))
                 .map_err(|e| log::debug!("module {name}: cubin not loadable here ({e}); JIT-compiling the PTX"))
@@ -244,5 +247,46 @@ mod tests {
             Err(crate::Error::Launch { why, .. }) => assert!(why.contains("another job"), "{why}"),
             other => panic!("expected Error::Launch, got {other:?}"),
         }
+    }
+}
+
+/// The architecture in a PTX module's `.target` line (`sm_90` → (90, false),
+/// `sm_90a` → (90, true)).
+fn ptx_target(ptx: &str) -> Option<(u32, bool)> {
+    let line = ptx.lines().map(str::trim).find(|l| l.starts_with(".target"))?;
+    let sm = line.split(|c: char| c.is_whitespace() || c == ',').find_map(|w| w.strip_prefix("sm_"))?;
+    let specific = sm.ends_with('a');
+    Some((sm.trim_end_matches('a').parse().ok()?, specific))
+}
+
+/// Why this GPU cannot run PTX built for its `.target` (a newer
+/// architecture, or another's architecture-specific `sm_XXa`), saying what to
+/// rebuild with; `None` when it can, or when either side is unknown.
+fn arch_mismatch(ptx: &str, ctx: &cudarc::driver::CudaContext) -> Option<String> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let (target, specific) = ptx_target(ptx)?;
+    let major = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR).ok()?;
+    let minor = ctx.attribute(A::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR).ok()?;
+    let gpu = (major * 10 + minor) as u32;
+    let runs = if specific { gpu == target } else { gpu >= target };
+    (!runs).then(|| {
+        format!(
+            "its kernels were built for sm_{target}{} (GPUSHMEM_ARCH when they were built; default sm_90), and this \
+             GPU is sm_{gpu}: rebuild them with GPUSHMEM_ARCH=sm_{gpu}",
+            if specific { "a" } else { "" }
+        )
+    })
+}
+
+#[cfg(test)]
+mod arch_tests {
+    use super::ptx_target;
+
+    #[test]
+    fn the_ptx_target_is_read() {
+        assert_eq!(ptx_target("//\n.version 8.0\n.target sm_90\n.address_size 64\n"), Some((90, false)));
+        assert_eq!(ptx_target(".version 8.8\n.target sm_90a, debug\n"), Some((90, true)));
+        assert_eq!(ptx_target(".version 7.0\n.target sm_80\n"), Some((80, false)));
+        assert_eq!(ptx_target("no target here"), None);
     }
 }

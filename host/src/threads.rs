@@ -17,12 +17,13 @@ pub struct Threads {
     n: usize,
     config: Option<Config>,
     devices: Option<Vec<usize>>,
+    under_launcher: bool,
 }
 
 impl Threads {
     /// `n` PEs; PE k runs on GPU `k % device_count` unless [`Threads::devices`] says otherwise.
     pub fn new(n: usize) -> Self {
-        Threads { n, config: None, devices: None }
+        Threads { n, config: None, devices: None, under_launcher: false }
     }
 
     /// Settings for every PE (default: [`Config::from_env`]).
@@ -39,6 +40,14 @@ impl Threads {
         self
     }
 
+    /// Lets [`Threads::run`] start in a process that a launcher started as one
+    /// rank of several (default: refused, see there): each rank then runs
+    /// a `Threads` job of its own, independent of the other ranks'.
+    pub fn allow_under_launcher(mut self, yes: bool) -> Self {
+        self.under_launcher = yes;
+        self
+    }
+
     /// Runs `f` on every PE, each in its own thread with its own [`Shmem`],
     /// and returns the results in PE order. When one PE fails (error or
     /// panic) the others' bootstrap waits end at once; the error returned is
@@ -46,7 +55,11 @@ impl Threads {
     ///
     /// # Errors
     /// Before the driver is asked anything, [`Error::Config`] for a job of 0
-    /// PEs or of more than [`crate::abi::MAX_PES`], or an empty device list;
+    /// PEs or of more than [`crate::abi::MAX_PES`], or an empty device list,
+    /// and for a process that a launcher (`gpushmem-run`, `mpirun`, `srun`, …)
+    /// started as one rank of several ([`crate::launched`]): every rank would
+    /// start its own, independent job — such a program wants [`Shmem::init`]
+    /// (unless [`Threads::allow_under_launcher`]);
     /// then [`Error::NoGpu`] without a GPU, [`Error::Config`] for a device
     /// ordinal this machine does not have ([`crate::args::pe_devices`]), and
     /// the first PE's own error.
@@ -59,6 +72,22 @@ impl Threads {
         // The arguments first: before the driver is asked anything.
         args::job_size("Threads::new", self.n)?;
         args::device_list(self.devices.as_deref())?;
+        if !self.under_launcher {
+            if let Ok(Some(env)) = crate::bootstrap::env::LaunchEnv::from_env() {
+                if env.size > 1 {
+                    return Err(Error::Config {
+                        name: "Threads::run".into(),
+                        value: format!("{} PEs as threads", self.n),
+                        why: format!(
+                            "this process is rank {} of {} of a {} launch, so every rank would start its own \
+                             independent Threads job: call Shmem::init in a launched process (see \
+                             gpushmem::launched), or Threads::allow_under_launcher(true) for one job per rank",
+                            env.rank, env.size, env.source
+                        ),
+                    });
+                }
+            }
+        }
         let config = match self.config {
             Some(c) => c,
             None => Config::from_env()?,

@@ -20,7 +20,13 @@ fn reports_toolchain_gpus_and_settings() {
     assert!(text.contains("GPUs:"), "{text}");
     // Either a device list or the reason there is none.
     assert!(text.contains("device(s)") || text.contains("no CUDA driver/GPU found"), "{text}");
-    assert!(text.contains("symmetric heap per PE: 2147483648 bytes"), "{text}");
+    assert!(text.contains("GPUSHMEM_SYMMETRIC_SIZE=\"2g\": 2147483648 bytes"), "{text}");
+    // Every setting is shown, set or not.
+    for name in
+        ["GPUSHMEM_ENGINE", "GPUSHMEM_TIMEOUT", "GPUSHMEM_DEBUG", "GPUSHMEM_EXIT_TIMEOUT", "target architecture"]
+    {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
 }
 
 #[test]
@@ -28,6 +34,21 @@ fn a_bad_setting_is_named() {
     let (ok, text) = info(&[("GPUSHMEM_TIMEOUT", "soon")]);
     assert!(!ok);
     assert!(text.contains("GPUSHMEM_TIMEOUT"), "{text}");
+}
+
+#[test]
+fn every_bad_setting_is_named_with_the_verdict_init_gives() {
+    let (ok, text) = info(&[
+        ("GPUSHMEM_SYMMETRIC_SIZE", "1"),
+        ("GPUSHMEM_DEBUG", "loud"),
+        ("GPUSHMEM_ENGINE", "fast"),
+        ("GPUSHMEM_ARCH", "banana"),
+    ]);
+    assert!(!ok, "{text}");
+    for bad in ["GPUSHMEM_SYMMETRIC_SIZE=\"1\": BAD", "GPUSHMEM_DEBUG=\"loud\": BAD", "GPUSHMEM_ENGINE=\"fast\": BAD"] {
+        assert!(text.contains(bad), "{bad} missing:\n{text}");
+    }
+    assert!(text.contains("target architecture: BAD") && text.contains("\"banana\""), "{text}");
 }
 
 #[test]

@@ -259,6 +259,7 @@ fn gpu_tests() -> Vec<Test> {
     t.push(test("team::split_sharing_gpu_2pe", team::split_sharing_gpu));
     for n in [2usize, 4] {
         t.push(test(format!("typed::calls_{n}pe"), move || typed::typed_calls(n)));
+        t.push(test(format!("typed::p_g_{n}pe"), move || typed::p_g(n)));
     }
     t.push(test("errors::typed_misuse_traps", typed::misuse_traps));
     for n in [2usize, 4, 8] {

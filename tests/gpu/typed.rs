@@ -63,6 +63,39 @@ pub fn typed_calls(n: usize) -> TestResult {
     Ok(())
 }
 
+/// `typed_p_g` on `n` PEs: `Sym::p` into the next PE, then `Sym::g` back from it.
+pub fn p_g(n: usize) -> TestResult {
+    let rows = threads(n, 16 << 20, |shmem| {
+        let mark = shmem.calloc::<u64>(n)?;
+        let seen = shmem.calloc::<u64>(1)?;
+        let m = kernels(shmem)?;
+        let k = m.kernel("typed_p_g")?;
+        shmem.barrier_all()?;
+        // SAFETY: `typed_p_g(step: u32, mark: Sym<u64>, seen: Sym<u64>)`; `mark` has n_pes elements.
+        unsafe { shmem.launch(&k, one_block(32), (0u32, &mark, &seen))? };
+        shmem.barrier_all()?;
+        // SAFETY: as above.
+        unsafe { shmem.launch(&k, one_block(32), (1u32, &mark, &seen))? };
+        shmem.synchronize()?;
+        let out = (shmem.read(&mark)?, shmem.read(&seen)?[0]);
+        shmem.barrier_all()?;
+        Ok(out)
+    })?;
+    let mut bad = Vec::new();
+    for (pe, (mark, seen)) in rows.iter().enumerate() {
+        let prev = (pe + n - 1) % n;
+        if mark[prev] != 100 + prev as u64 {
+            bad.push(format!("PE {pe}: Sym::p from PE {prev} left {}, want {}", mark[prev], 100 + prev));
+        }
+        if *seen != 100 + pe as u64 {
+            bad.push(format!("PE {pe}: Sym::g returned {seen}, want {}", 100 + pe));
+        }
+    }
+    fail_if_any(&bad)?;
+    println!("  {n} PEs: Sym::p into the next PE and Sym::g back: right");
+    Ok(())
+}
+
 /// Child scenario `typed_misuse_<what>`: launches `typed_misuse(what, buf)` on one PE.
 pub fn misuse_child(what: u32) -> gpushmem::Result<()> {
     let shmem = Shmem::init()?;
@@ -77,11 +110,13 @@ pub fn misuse_child(what: u32) -> gpushmem::Result<()> {
 
 /// Each misuse traps with its message, debug checks off.
 pub fn misuse_traps() -> TestResult {
-    let cases: [(u32, &str); 4] = [
+    let cases: [(u32, &str); 6] = [
         (0, "Sym::put_nbi: src has 7 elements, the call needs 8"),
         (1, "Sym::put: PE 1000 is out of range"),
         (2, "Sym::atomic_add: the word has 2 elements, the call needs 1"),
         (3, "Sym::reduce: the destination (heap offset"),
+        (4, "Sym::p: range 8..9 is out of bounds of a Sym of 8 elements"),
+        (5, "Sym::g: PE 1000 is out of range"),
     ];
     let mut bad = Vec::new();
     for (what, needle) in cases {
@@ -92,6 +127,6 @@ pub fn misuse_traps() -> TestResult {
         }
     }
     fail_if_any(&bad)?;
-    println!("  4 misuses of typed calls each trapped with its message (debug checks off)");
+    println!("  6 misuses of typed calls each trapped with its message (debug checks off)");
     Ok(())
 }

@@ -36,10 +36,11 @@ fn toolchain() {
         Some(p) => println!("  ptxas: {}", p.display()),
         None => println!("  ptxas: not found (GPUSHMEM_PTXAS or PATH; scripts/setup.sh installs it): PTX is not checked at build time"),
     }
-    println!(
-        "  target architecture: {}",
-        std::env::var("GPUSHMEM_ARCH").unwrap_or_else(|_| gpushmem_build::DEFAULT_ARCH.into())
-    );
+    let arch = std::env::var("GPUSHMEM_ARCH").unwrap_or_else(|_| gpushmem_build::DEFAULT_ARCH.into());
+    match gpushmem_build::check_arch(&arch) {
+        Ok(()) => println!("  target architecture: {arch} (GPUSHMEM_ARCH)"),
+        Err(e) => println!("  target architecture: BAD: {e}"),
+    }
 }
 
 /// The link between two GPUs as CUDA's peer attributes show it: peer
@@ -105,25 +106,42 @@ fn gpus() {
     }
 }
 
+/// Every setting with the verdict `Shmem::init` would give; the launcher's
+/// variables. Fails (exit status 1) when init would refuse any of them.
 fn settings() -> Result<(), gpushmem::Error> {
     println!("settings (environment):");
-    let c = Config::from_env()?;
-    println!("  symmetric heap per PE: {} bytes (GPUSHMEM_SYMMETRIC_SIZE)", c.heap_size);
-    println!("  bootstrap timeout: {:?} (GPUSHMEM_BOOTSTRAP_TIMEOUT)", c.bootstrap_timeout);
-    match c.device_timeout {
-        Some(t) => println!("  device wait timeout: {t:?} (GPUSHMEM_TIMEOUT)"),
-        None => println!("  device wait timeout: off — waits can hang forever (GPUSHMEM_TIMEOUT=0)"),
+    let (_, report) = Config::report_from_lookup(|k| std::env::var(k).ok());
+    let mut first_bad = None;
+    for s in report {
+        let shown = s.value.as_deref().map(|v| format!("={v:?}")).unwrap_or_default();
+        match s.verdict {
+            Ok(meaning) => println!("  {}{shown}: {meaning}", s.name),
+            Err(e) => {
+                println!("  {}{shown}: BAD: {e}", s.name);
+                first_bad.get_or_insert(e);
+            }
+        }
     }
-    println!("  device debug checks: {} (GPUSHMEM_DEBUG_CHECKS)", if c.debug_checks { "on" } else { "off" });
-    match LaunchEnv::from_env()? {
+    let launch = LaunchEnv::from_env();
+    if let Err(l) = &launch {
+        println!("  launcher variables: BAD: {l}");
+    }
+    if let Some(e) = first_bad {
+        return Err(e);
+    }
+    match launch? {
         Some(e) => println!(
-            "  launched by {}: PE {} of {}, local {} of {}, device {:?}, rendezvous {}{}, job secret {}",
+            "  launched by {}: PE {} of {}, local {} of {}, {}, rendezvous {}{}, job secret {}",
             e.source,
             e.rank,
             e.size,
             e.local_rank,
             e.local_size,
-            e.device,
+            match e.device {
+                Some(d) => format!("device {d} (GPUSHMEM_DEVICE)"),
+                None =>
+                    format!("device: local rank {} modulo the number of GPUs (GPUSHMEM_DEVICE unset)", e.local_rank),
+            },
             e.rendezvous,
             match (&e.rendezvous, e.private_dir.is_some()) {
                 (Rendezvous::Tcp { .. }, _) => " (TCP: PEs on any node meet there)",
@@ -221,12 +239,10 @@ fn main() -> ExitCode {
     println!("gpushmem {}", env!("CARGO_PKG_VERSION"));
     toolchain();
     gpus();
+    // Every bad setting has been printed with its verdict.
     match settings() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            println!("  {e}");
-            ExitCode::from(1)
-        }
+        Err(_) => ExitCode::from(1),
     }
 }
 

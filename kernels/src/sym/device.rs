@@ -101,6 +101,35 @@ impl<T: bytemuck::Pod> Sym<T> {
     }
 }
 
+impl<T: bytemuck::Pod> Sym<T> {
+    /// Sets element `i` on PE `pe` (`nvshmem_p`): one store, which, like a
+    /// put, is complete at this thread's next `quiet` (ordered by `fence`);
+    /// traps with a message unless `i < len` and `pe < n_pes()`.
+    #[inline(always)]
+    pub fn p(&self, i: usize, value: T, pe: u32) {
+        if i >= self.len() {
+            super::out_of_bounds(c"Sym::p", i, i + 1, self.len())
+        }
+        check_pe(pe, c"Sym::p");
+        // SAFETY: element `i` is inside the handle's heap range of `T`s, which
+        // is symmetric (the handle's contract); `pe` is in range (checked).
+        unsafe { crate::rma::p(self.as_ptr().add(i), value, pe) }
+    }
+
+    /// Element `i` on PE `pe` (`nvshmem_g`): one load, returned when it has
+    /// completed (blocking); traps with a message unless `i < len` and
+    /// `pe < n_pes()`.
+    #[inline(always)]
+    pub fn g(&self, i: usize, pe: u32) -> T {
+        if i >= self.len() {
+            super::out_of_bounds(c"Sym::g", i, i + 1, self.len())
+        }
+        check_pe(pe, c"Sym::g");
+        // SAFETY: as in `p`.
+        unsafe { crate::rma::g(self.as_ptr().add(i), pe) }
+    }
+}
+
 /// The put/get methods of one group and mode, over the pointer forms.
 macro_rules! rma_methods {
     ($($(#[$doc:meta])* $name:ident => $raw:path, $dir:ident;)*) => {

@@ -32,7 +32,7 @@ pub extern "ptx-kernel" fn typed_calls(
 /// Misuse the typed calls must trap on whatever the debug setting (thread 0):
 /// `what` 0: `put_nbi` of `src` (one element fewer) into `dest`; 1: `put` to
 /// PE 1000; 2: `atomic_add` on a two-element handle; 3: `reduce` whose
-/// destination overlaps its source.
+/// destination overlaps its source; 4: `p` past the end; 5: `g` from PE 1000.
 #[no_mangle]
 pub extern "ptx-kernel" fn typed_misuse(what: u32, buf: Sym<u64>) {
     if thread::thread_idx() != 0 {
@@ -44,6 +44,24 @@ pub extern "ptx-kernel" fn typed_misuse(what: u32, buf: Sym<u64>) {
         1 => a.put(b, 1000),
         2 => a.slice(0, 2).atomic_add(1, 0),
         3 => a.reduce(TEAM_WORLD, buf.slice(1, a.len() + 1), ReduceOp::Sum),
+        4 => a.p(a.len(), 1, 0),
+        5 => b.write(0, a.g(0, 1000)),
         _ => {}
+    }
+}
+
+/// `Sym::p` and `Sym::g` (thread 0): step 0 puts `100 + me` into element `me`
+/// of `mark` on the next PE; step 1 (after a host barrier) gets that element
+/// back from the next PE into `seen[0]`. No `unsafe`.
+#[no_mangle]
+pub extern "ptx-kernel" fn typed_p_g(step: u32, mark: Sym<u64>, seen: Sym<u64>) {
+    if thread::thread_idx() != 0 {
+        return;
+    }
+    let (me, n) = (shmem::my_pe(), shmem::n_pes());
+    let next = (me + 1) % n;
+    match step {
+        0 => mark.p(me as usize, 100 + me as u64, next),
+        _ => seen.write(0, mark.g(me as usize, next)),
     }
 }
