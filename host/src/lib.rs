@@ -96,7 +96,7 @@ pub use gpushmem_kernels::abi;
 pub use gpushmem_kernels::abi::{Cmp, SignalOp};
 pub use gpushmem_kernels::reduce::{Bf16, ReduceOp, F16};
 pub use gpushmem_kernels::Sym;
-pub use heap::{allocator::MIN_ALIGN, SymSlice};
+pub use heap::{allocator::MIN_ALIGN, SymSlice, SymView, SymViewMut};
 pub use launch::{KernelArg, KernelArgs};
 pub use logging::init as init_logging;
 pub use module::{Kernel, Module};

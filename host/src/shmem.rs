@@ -102,20 +102,12 @@ impl Shmem {
         }
     }
 
-    /// Sets up a PE over an existing bootstrap (collective). `device` default:
-    /// `local_rank` modulo the number of GPUs. On an error this PE aborts the
-    /// bootstrap, so the other PEs fail at once rather than at their timeout.
-    pub(crate) fn init_with(
-        bootstrap: Box<dyn Bootstrap>,
-        config: Config,
-        device: Option<usize>,
-        local_rank: usize,
-    ) -> Result<Shmem> {
-        Self::init_on_gpu(bootstrap, config, device, local_rank, None)
-    }
-
-    /// [`Shmem::init_with`] on the program's context and stream (`gpu`), if given.
-    fn init_on_gpu(
+    /// Sets up a PE over an existing bootstrap (collective), on the program's
+    /// context and stream (`gpu`) if given, else on the primary context of
+    /// `device` (default: `local_rank` modulo the number of GPUs). On an error
+    /// this PE aborts the bootstrap, so the other PEs fail at once rather than
+    /// at their timeout.
+    pub(crate) fn init_on_gpu(
         bootstrap: Box<dyn Bootstrap>,
         config: Config,
         device: Option<usize>,
@@ -624,9 +616,9 @@ impl Shmem {
 
 /// What `setup` makes.
 /// The program's own context and stream, for [`Shmem::init_on`].
-struct Gpu {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+pub(crate) struct Gpu {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
 }
 
 impl Gpu {

@@ -3,7 +3,11 @@
 //! only time-slice), and on several GPUs it needs no launcher.
 
 use crate::bootstrap::{threads::ThreadsBootstrap, Bootstrap};
+use crate::error::CudaContext as _;
+use crate::shmem::Gpu;
 use crate::{args, driver, Config, Error, Result, Shmem};
+use cudarc::driver::CudaContext;
+use std::sync::Arc;
 
 /// A job of `n` PEs as threads of this process.
 ///
@@ -17,13 +21,14 @@ pub struct Threads {
     n: usize,
     config: Option<Config>,
     devices: Option<Vec<usize>>,
+    contexts: Option<Vec<Arc<CudaContext>>>,
     under_launcher: bool,
 }
 
 impl Threads {
     /// `n` PEs; PE k runs on GPU `k % device_count` unless [`Threads::devices`] says otherwise.
     pub fn new(n: usize) -> Self {
-        Threads { n, config: None, devices: None, under_launcher: false }
+        Threads { n, config: None, devices: None, contexts: None, under_launcher: false }
     }
 
     /// Settings for every PE (default: [`Config::from_env`]).
@@ -37,6 +42,17 @@ impl Threads {
     /// [`Threads::run`] fail with [`Error::Config`] naming `Threads::devices`.
     pub fn devices(mut self, devices: Vec<usize>) -> Self {
         self.devices = Some(devices);
+        self
+    }
+
+    /// The program's own CUDA contexts (e.g. candle's): PE k runs on
+    /// `contexts[k % len]`, on a stream of its own made there (its
+    /// [`Shmem::stream`]), instead of on the GPU's primary context that
+    /// gpushmem retains itself. Replaces [`Threads::devices`] (each context's
+    /// GPU is the PE's); an empty list, or both given, makes [`Threads::run`]
+    /// fail with [`Error::Config`].
+    pub fn contexts(mut self, contexts: Vec<Arc<CudaContext>>) -> Self {
+        self.contexts = Some(contexts);
         self
     }
 
@@ -55,7 +71,8 @@ impl Threads {
     ///
     /// # Errors
     /// Before the driver is asked anything, [`Error::Config`] for a job of 0
-    /// PEs or of more than [`crate::abi::MAX_PES`], or an empty device list,
+    /// PEs or of more than [`crate::abi::MAX_PES`], an empty device or
+    /// context list, or both lists,
     /// and for a process that a launcher (`gpushmem-run`, `mpirun`, `srun`, …)
     /// started as one rank of several ([`crate::launched`]): every rank would
     /// start its own, independent job — such a program wants [`Shmem::init`]
@@ -99,8 +116,22 @@ impl Threads {
                     .into(),
             });
         }
+        if let Some(c) = self.contexts.as_ref().filter(|c| c.is_empty() || self.devices.is_some()) {
+            return Err(Error::Config {
+                name: "Threads::contexts".into(),
+                value: format!("{} context(s)", c.len()),
+                why: if c.is_empty() {
+                    "the list is empty: give at least one context".into()
+                } else {
+                    "Threads::devices is given too: the contexts name the PEs' GPUs, give one or the other".into()
+                },
+            });
+        }
         let n_dev = driver::device_count()?;
-        let device_of = args::pe_devices(self.n, self.devices.as_deref(), n_dev)?;
+        let device_of = match &self.contexts {
+            None => args::pe_devices(self.n, self.devices.as_deref(), n_dev)?,
+            Some(c) => (0..self.n).map(|pe| c[pe % c.len()].ordinal()).collect(),
+        };
         let most_on_one_gpu = (0..n_dev).map(|g| device_of.iter().filter(|&&d| d == g).count()).max();
         driver::reserve_queues(most_on_one_gpu.unwrap_or(self.n))?;
         let boots = ThreadsBootstrap::group(self.n, config.bootstrap_timeout);
@@ -110,6 +141,7 @@ impl Threads {
                 .enumerate()
                 .map(|(pe, boot)| {
                     let device = device_of[pe];
+                    let ctx = self.contexts.as_ref().map(|c| c[pe % c.len()].clone());
                     let config = config.clone();
                     let f = &f;
                     std::thread::Builder::new()
@@ -117,7 +149,14 @@ impl Threads {
                         .spawn_scoped(scope, move || {
                             let guard = boot.clone();
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                let shmem = Shmem::init_with(Box::new(boot), config, Some(device), pe)?;
+                                let gpu = match ctx {
+                                    Some(ctx) => {
+                                        let stream = ctx.new_stream().cuda("cuStreamCreate (Threads::contexts)")?;
+                                        Some(Gpu { ctx, stream })
+                                    }
+                                    None => None,
+                                };
+                                let shmem = Shmem::init_on_gpu(Box::new(boot), config, Some(device), pe, gpu)?;
                                 let out = f(&shmem);
                                 if out.is_err() {
                                     // Others may wait in a collective for us: release them now.

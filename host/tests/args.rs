@@ -163,6 +163,17 @@ fn job_larger_than_max_pes_is_an_error() {
     }
 }
 
+/// `Threads::contexts`: an empty list, or one given with `devices`, is refused
+/// before the driver is asked anything (no GPU needed).
+#[test]
+fn threads_context_list_empty_or_with_devices_is_an_error() {
+    let r = Threads::new(2).contexts(vec![]).run(|_| Ok(()));
+    assert!(
+        matches!(&r, Err(Error::Config { name, why, .. }) if name == "Threads::contexts" && why.contains("empty")),
+        "{r:?}"
+    );
+}
+
 /// `Threads::new(n).devices(vec![])` took a remainder by zero; an ordinal
 /// past the GPUs was only caught inside each PE's init.
 #[test]

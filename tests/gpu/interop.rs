@@ -3,9 +3,10 @@
 //! `SymSlice` through cudarc's launch builder; a gpushmem kernel on the
 //! previous PE reads it remotely; cudarc copies check it, with the `SymSlice`
 //! as cudarc's `DevicePtr`/`DevicePtrMut` on the PE's stream and on another
-//! stream. `init_on_2pe` runs the same on a context and stream the program
-//! made itself (`Shmem::init_on`), one process per PE, and checks that a
-//! legacy default stream is refused on every PE.
+//! stream, and parts of it through `SymView`/`SymViewMut`. `init_on_2pe` runs
+//! the same on a context and stream the program made itself
+//! (`Shmem::init_on`), one process per PE, and checks that a legacy default
+//! stream is refused on every PE.
 
 use crate::common::*;
 use gpushmem::cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
@@ -99,6 +100,19 @@ pub fn body(shmem: &Shmem, ptx: &Ptx) -> gpushmem::Result<Vec<String>> {
     // DevicePtrMut on another stream; gpushmem's own read (PE's stream) must see it.
     side.memcpy_htod(&vec![7u32; LEN], &mut got)?;
     check("written by cudarc on another stream, read by Shmem::read", &shmem.read(&got)?, &|_| 7);
+    // Views: parts of a SymSlice as cudarc's DevicePtrMut (another stream) and DevicePtr.
+    side.memcpy_htod(&[9u32; 16], &mut got.slice_mut(16..32))?;
+    check("16..32 written through a SymViewMut, the rest untouched", &shmem.read(&got)?, &|i| {
+        if (16..32).contains(&i) {
+            9
+        } else {
+            7
+        }
+    });
+    let part = stream.clone_dtoh(&src.slice(100..200))?;
+    if part.len() != 100 || (0..100).any(|i| part[i] != ((me as u32) << 20) + 100 + i as u32) {
+        failures.push(format!("PE {me}: a SymView (100..200) copied by cudarc did not hold elements 100..200"));
+    }
     shmem.barrier_all()?;
     Ok(failures)
 }
@@ -111,6 +125,23 @@ pub fn cudarc_ptr(n: usize) -> TestResult {
     println!(
         "  {n} PEs: a {how} kernel filled SymSlices, gpushmem got them remotely, cudarc copies (2 streams) checked"
     );
+    Ok(())
+}
+
+/// The body on `n` PEs as threads on a context the program made
+/// (`Threads::contexts`): each PE's `Shmem::context` is that context.
+pub fn threads_on_contexts(n: usize) -> TestResult {
+    let (how, ptx) = foreign_kernel();
+    let ctx = CudaContext::new(0)?;
+    let results = gpushmem::Threads::new(n).contexts(vec![ctx.clone()]).run(|s| {
+        let mut failures = body(s, &ptx)?;
+        if !std::sync::Arc::ptr_eq(s.context(), &ctx) {
+            failures.push(format!("PE {}: Shmem::context is not the one given to Threads::contexts", s.my_pe()));
+        }
+        Ok(failures)
+    })?;
+    fail_if_any(&results.concat())?;
+    println!("  {n} PEs as threads on the program's context: the {how} kernel's data went through, checked");
     Ok(())
 }
 

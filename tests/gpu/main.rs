@@ -201,6 +201,7 @@ fn gpu_tests() -> Vec<Test> {
         test("smoke::launch_query_gridsize", smoke::launch_query_gridsize),
         test("interop::cudarc_ptr_2pe", || interop::cudarc_ptr(2)),
         test("interop::init_on_2pe", interop::init_on_2pe),
+        test("interop::threads_on_contexts_2pe", || interop::threads_on_contexts(2)),
         test("errors::host_bad_inputs", errors::host_bad_inputs),
         test("errors::kernel_of_another_pe", errors::kernel_of_another_pe),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),
@@ -300,7 +301,7 @@ const ALL_AS_PROCESSES_VAR: &str = "GPUSHMEM_TEST_ALL_AS_PROCESSES";
 /// Tests that cannot be one PE of a process job: they spawn processes or
 /// trap on purpose themselves, or measure the whole device.
 fn has_own_processes(name: &str) -> bool {
-    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks", "interop::init_on"]
+    ["errors::", "faults::", "lifecycle::", "collective::quick_debug_checks", "interop::init_on", "interop::threads_on"]
         .iter()
         .any(|p| name.starts_with(p))
         || name.contains("processes")

@@ -7,6 +7,7 @@
 
 pub mod allocator;
 mod cudarc_interop;
+pub use cudarc_interop::{SymView, SymViewMut};
 
 use crate::driver;
 use crate::{Error, Result};
