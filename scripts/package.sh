@@ -5,9 +5,10 @@
 # since they are not on crates.io yet). Fails when any of them does not package
 # or build; prints each .crate with its size. scripts/test.sh runs it.
 #   bash scripts/package.sh
-# Offline: the dependencies come from cargo's cache (~/.cargo), filled by any
-# earlier build of the workspace. --allow-dirty: this checks what the packages
-# contain and that they build, not the checkout's state (cargo publish does that).
+# With crates.io reachable this is `cargo publish --dry-run`; offline
+# (CARGO_NET_OFFLINE=true, or no index) `cargo package`, the dependencies from
+# cargo's cache. --allow-dirty: this checks what the packages contain and that
+# they build, not the checkout's state (a real publish does that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 crates=(gpushmem-build gpushmem-kernels gpushmem)
@@ -20,8 +21,25 @@ for c in "${crates[@]}"; do
   find "${CARGO_HOME:-$HOME/.cargo}/registry/src" "${CARGO_HOME:-$HOME/.cargo}/registry/cache" -mindepth 2 -maxdepth 2 \
     -name "$c-[0-9]*" -not -path '*/index.crates.io-*' -exec rm -rf {} + 2>/dev/null || true
 done
-cargo package --offline --allow-dirty "${args[@]}"
+# Its build artifacts too: cargo takes a registry crate of an unchanged version
+# for unchanged, so an earlier run's gpushmem-build would be linked again.
+cargo clean --quiet "${args[@]}"
+# `cargo publish --dry-run` where crates.io's index can be reached (what
+# publishing checks, less the upload), else the same packaging and build
+# offline (`cargo package`).
 out=${CARGO_TARGET_DIR:-target}/package
+rm -f "$out"/*.crate
+if [ "${CARGO_NET_OFFLINE:-false}" != true ] && cargo publish --dry-run --allow-dirty "${args[@]}"; then
+  echo "package.sh: cargo publish --dry-run passed for ${crates[*]}"
+  # The .crate files where `cargo package` puts them (publish keeps its own).
+  cargo package --offline --allow-dirty --no-verify "${args[@]}"
+elif [ "${CARGO_NET_OFFLINE:-false}" != true ] && cargo search --limit 1 gpushmem >/dev/null 2>&1; then
+  echo "package.sh: cargo publish --dry-run failed (crates.io is reachable, so this is the packages' fault)" >&2
+  exit 1
+else
+  echo "package.sh: crates.io not reachable: packaging and building offline (cargo package)"
+  cargo package --offline --allow-dirty "${args[@]}"
+fi
 for c in "${crates[@]}"; do
   version=$(cargo pkgid --offline -p "$c" | sed 's/.*[@#]//')
   f="$out/$c-$version.crate"
