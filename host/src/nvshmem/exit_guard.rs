@@ -196,34 +196,33 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_call_that_never_returns_is_ended() {
+    /// Runs the ignored test `child` of this module as a child process: its
+    /// exit status and stderr, after checking it ended within 20 s.
+    fn run_child(child: &str) -> (Option<i32>, String) {
         let t0 = Instant::now();
         let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "nvshmem::exit_guard::tests::child_with_a_stuck_call", "--ignored", "--nocapture"])
+            .args(["--exact", &format!("nvshmem::exit_guard::tests::{child}"), "--ignored", "--nocapture"])
             .env(CHILD, "1")
             .output()
             .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(EXIT_CODE), "{err}");
+        assert!(t0.elapsed() < Duration::from_secs(20), "{child} took {:?}", t0.elapsed());
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+
+    #[test]
+    fn a_call_that_never_returns_is_ended() {
+        let (code, err) = run_child("child_with_a_stuck_call");
+        assert_eq!(code, Some(EXIT_CODE), "{err}");
         assert!(err.contains("stuck_call has not returned") && err.contains("TEST_KNOB"), "{err}");
-        assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
         // A call that returns in time is not ended.
         assert_eq!(bounded("quick", Duration::from_secs(30), "K", || 7), 7);
     }
 
     #[test]
     fn exit_that_never_ends_is_ended_after_the_grace() {
-        let t0 = Instant::now();
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "nvshmem::exit_guard::tests::child_with_a_stuck_exit", "--ignored", "--nocapture"])
-            .env(CHILD, "1")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, err) = run_child("child_with_a_stuck_exit");
         // The status exit() was given (glibc's on_exit tells it).
-        assert_eq!(out.status.code(), Some(if cfg!(target_env = "gnu") { 3 } else { EXIT_CODE }), "{err}");
+        assert_eq!(code, Some(if cfg!(target_env = "gnu") { 3 } else { EXIT_CODE }), "{err}");
         assert!(err.contains("has not ended") && err.contains("NVSHMEM"), "{err}");
-        assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
     }
 }
