@@ -21,12 +21,14 @@ mkdir -p "$dir/myapp/src" "$dir/myapp/kernels/src" "$dir/myapp/.cargo"
 version=
 if [ -n "$packaged" ]; then
   bash "$repo/scripts/package.sh" >/dev/null
+  # Where package.sh wrote the .crate files.
+  crates=$(cd "$repo" && realpath -m "${CARGO_TARGET_DIR:-target}/packaging/package")
   version=$(cd "$repo" && cargo pkgid --offline -p gpushmem | sed 's/.*[@#]//')
   src="$dir/crates"
   mkdir -p "$src"
   echo "[patch.crates-io]" >"$dir/myapp/.cargo/config.toml"
   for c in gpushmem gpushmem-kernels gpushmem-build; do
-    tar -C "$src" -xzf "$repo/${CARGO_TARGET_DIR:-target}/package/$c-$version.crate"
+    tar -C "$src" -xzf "$crates/$c-$version.crate"
     echo "$c = { path = \"$src/$c-$version\" }" >>"$dir/myapp/.cargo/config.toml"
   done
   chmod -R a-w "$src"

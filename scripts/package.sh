@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The crates.io packages: gpushmem-build, gpushmem-kernels and gpushmem, packaged
-# together and verified (each .crate unpacked under target/package and built,
+# together and verified (each .crate unpacked under target/packaging/package and built,
 # the dependents against the others through cargo's temporary local registry,
 # since they are not on crates.io yet). Fails when any of them does not package
 # or build; prints each .crate with its size. scripts/test.sh runs it.
@@ -11,6 +11,9 @@
 # they build, not the checkout's state (a real publish does that).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A target directory of its own (under the workspace's): this cleans the three
+# crates' artifacts below, and may run beside another build of the workspace.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/packaging"
 crates=(gpushmem-build gpushmem-kernels gpushmem)
 args=()
 for c in "${crates[@]}"; do args+=(-p "$c"); done
@@ -27,7 +30,7 @@ cargo clean --quiet "${args[@]}"
 # `cargo publish --dry-run` where crates.io's index can be reached (what
 # publishing checks, less the upload), else the same packaging and build
 # offline (`cargo package`).
-out=${CARGO_TARGET_DIR:-target}/package
+out=$CARGO_TARGET_DIR/package
 rm -f "$out"/*.crate
 if [ "${CARGO_NET_OFFLINE:-false}" != true ] && cargo publish --dry-run --allow-dirty "${args[@]}"; then
   echo "package.sh: cargo publish --dry-run passed for ${crates[*]}"

@@ -57,8 +57,9 @@
 #                GPU that does not exist (failing CUDA calls on purpose).
 #   lifecycle::  measures the device's free memory, which the sanitizer's own
 #                allocations move.
-# racecheck checks shared memory only, which no gpushmem kernel uses (tests/ptx
-# checks that); it runs anyway, so the claim is checked too.
+# racecheck checks shared memory only, which no gpushmem kernel uses but the
+# bulk-copy probes of the test suite (bulk::, issue 40; tests/ptx checks that);
+# it runs anyway, so the claim is checked too.
 #
 # With FILTER(s): one run per tool and filter (the harness takes one name
 # filter per run), PEs as threads, at full size unless GPUSHMEM_TEST_QUICK=1

@@ -10,6 +10,14 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 step() { echo "test.sh: [${SECONDS}s] $*"; }
 step "formatting"
 cargo fmt --all --check
+# The guide's app on the packaged crates (tests/guide.rs; scripts/package.sh's
+# cargo publish --dry-run, then the app built outside the workspace): minutes of
+# mostly one-core work (ptxas, fat LTO) in target directories of its own, so it
+# runs beside the steps below; its verdict comes at the end.
+guide_log=$(mktemp)
+guide_dir=$(mktemp -d)
+bash scripts/check-guide.sh --packaged "$guide_dir" >"$guide_log" 2>&1 &
+guide_pid=$!
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # Kernel crates are workspaces of their own (built for nvptx64 only). The
 # built-in kernels' manifest is a template that host/build.rs fills in under
@@ -49,9 +57,10 @@ python3 scripts/litmus-table.py --check
 # The host crates' rustdoc: no broken or private links.
 RUSTDOCFLAGS="-D warnings" cargo doc --quiet --no-deps -p gpushmem -p gpushmem-build
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -rf "$log" "$guide_log" "$guide_dir"; kill "$guide_pid" 2>/dev/null || true' EXIT
 step "cargo test --workspace"
-cargo test --workspace 2>&1 | tee "$log"
+# tests/guide.rs is what runs in the background above.
+cargo test --workspace -- --skip guide_example_builds_and_runs 2>&1 | tee "$log"
 # The simulated-node tests (host/tests/multinode.rs) make mount and UTS
 # namespaces: ignored above, run here where that is possible (as root, as CI
 # runs); elsewhere they stay ignored, and this says why.
@@ -80,6 +89,18 @@ fi
 if ! grep -q "GPU tests FAILED: GPUSHMEM_REQUIRE_GPU is set, but no GPU can be used" <<<"$guard_out"; then
   echo "test.sh: the GPU suite without a GPU (GPUSHMEM_REQUIRE_GPU=1) failed, but not by the guard:" >&2
   tail -20 <<<"$guard_out" >&2
+  exit 1
+fi
+step "the guide's app on the packaged crates (started at the beginning)"
+if wait "$guide_pid" && grep -q "check-guide: built and ran.*from the packaged crates" "$guide_log"; then
+  guide_pid=
+  grep -E "^package.sh: |^check-guide: " "$guide_log"
+  # Counted with the tests (what tests/guide.rs checks).
+  echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out (tests/guide.rs, run by test.sh)" >>"$log"
+else
+  guide_pid=
+  cat "$guide_log" >&2
+  echo "test.sh: scripts/check-guide.sh --packaged failed (above)" >&2
   exit 1
 fi
 step "done"

@@ -25,6 +25,7 @@
 //! test runs exactly at full size.
 
 mod atomic;
+mod bulk;
 mod collective;
 mod common;
 mod errors;
@@ -202,6 +203,8 @@ fn gpu_tests() -> Vec<Test> {
         test("interop::cudarc_ptr_2pe", || interop::cudarc_ptr(2)),
         test("interop::init_on_2pe", interop::init_on_2pe),
         test("interop::threads_on_contexts_2pe", || interop::threads_on_contexts(2)),
+        test("bulk::probe_copy", bulk::probe_copy),
+        test("bulk::probe_dynamic", bulk::probe_dynamic),
         test("errors::host_bad_inputs", errors::host_bad_inputs),
         test("errors::kernel_of_another_pe", errors::kernel_of_another_pe),
         test("errors::device_pe_check_traps", errors::device_pe_check_traps),
@@ -345,14 +348,19 @@ fn trials() -> Vec<Trial> {
         // its process variant (GPUSHMEM_TEST_ALL_AS_PROCESSES=1).
         let nvshmem = common::engine() == gpushmem::Engine::Nvshmem;
         t.extend(tests.into_iter().map(|(name, f)| {
-            let threads_only = nvshmem && pes_in_name(&name).is_some_and(|n| n >= 2);
-            let trial = Trial::test(name, move || f());
-            if threads_only {
-                trial
-                    .with_kind("PEs as threads: NVSHMEM engine runs it with GPUSHMEM_TEST_ALL_AS_PROCESSES=1")
-                    .with_ignored_flag(true)
+            let why = if !nvshmem {
+                None
+            } else if name.starts_with("bulk::") {
+                Some("NVSHMEM engine: the bulk-copy probe kernels are built for the native engine only")
+            } else if pes_in_name(&name).is_some_and(|n| n >= 2) {
+                Some("PEs as threads: NVSHMEM engine runs it with GPUSHMEM_TEST_ALL_AS_PROCESSES=1")
             } else {
-                trial
+                None
+            };
+            let trial = Trial::test(name, move || f());
+            match why {
+                Some(why) => trial.with_kind(why).with_ignored_flag(true),
+                None => trial,
             }
         }));
     }
@@ -377,6 +385,9 @@ fn nvshmem_not_applicable(name: &str, n: usize) -> Option<&'static str> {
     let splits = ["team::layout", "team::slots", "team::barrier_rounds", "team::alternating"];
     if splits.iter().any(|p| name.starts_with(p)) && common::nvshmem_shares_gpu(n) {
         return Some("NVSHMEM engine, PEs sharing a GPU: NVSHMEM 3.4.5 cannot split teams there");
+    }
+    if name.starts_with("bulk::") {
+        return Some("NVSHMEM engine: the bulk-copy probe kernels are built for the native engine only");
     }
     if name.starts_with("collective::grid_forms") {
         return Some("NVSHMEM engine: the _grid forms are native-engine only (NVSHMEM has no grid-scope collectives)");

@@ -1,10 +1,13 @@
 //! Kernels the GPU test suite launches.
 #![no_std]
-#![feature(abi_ptx, stdarch_nvptx)]
+#![feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)]
 #![allow(clippy::missing_safety_doc)]
 
 // The collective test kernels (on the NVSHMEM engine only the quick matrix's
 // types: see coll.rs).
+// The bulk-copy engine from Rust (issue 40): native engine only.
+#[cfg(not(gpushmem_nvshmem))]
+mod bulk;
 mod coll;
 mod litmus;
 mod p2p;
