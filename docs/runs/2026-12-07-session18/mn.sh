@@ -3,7 +3,7 @@
 # docs/runs/2026-12-07-session18/stage.sh):
 #   bash docs/runs/2026-12-07-session18/mn.sh verify     # 1.
 #   bash docs/runs/2026-12-07-session18/mn.sh stretch    # 2.
-#   bash docs/runs/2026-12-07-session18/mn.sh interop    # 3. (issue 39)
+#   bash docs/runs/2026-12-07-session18/mn.sh interop    # 3. (issues 39, 40: interop, Sym::p/g, bulk probes, ring)
 # Session 17's run of this (its first on a GPU) showed: UCX's proxy aborted as before but neither PE
 # ended, with the exit watchdog on or off. Session 18's run (run2) showed why: the watchdog was never
 # installed, as NVSHMEM's init (nvshmemx_hostlib_init_attr) never returned (main thread and proxy
@@ -41,6 +41,14 @@ if [ "$what" = interop ]; then
   echo "interop nvshmem: $(grep -E '^test |test result|exit ' "$out/interop-nvshmem.log" | tr '\n' '|')"
   (cd "$bin" && timeout -k 5 120 ./guide-myapp >"$out/guide-packaged.log" 2>&1; echo "exit $?" >>"$out/guide-packaged.log")
   echo "guide (packaged crates): $(tr '\n' '|' <"$out/guide-packaged.log" | cut -c1-400)"
+  # Added in session 19: Sym::p/g (typed::), the bulk-copy probes of issue 40 (bulk::), and the
+  # ring example's device-timed put line.
+  for f in typed:: bulk::; do
+    (cd "$bin" && GPUSHMEM_REQUIRE_GPU=1 timeout -k 5 300 ./gpu "$f" >"$out/gpu-${f%::}.log" 2>&1; echo "exit $?" >>"$out/gpu-${f%::}.log")
+    echo "gpu $f: $(grep -E '^test |test result|exit |^  ' "$out/gpu-${f%::}.log" | tr '\n' '|' | cut -c1-900)"
+  done
+  (cd "$bin" && timeout -k 5 120 ./ring 2 >"$out/ring.log" 2>&1; echo "exit $?" >>"$out/ring.log")
+  echo "ring: $(tr '\n' '|' <"$out/ring.log" | cut -c1-500)"
 fi
 # ---- stretch: UCX between simulated nodes ----
 if [ "$what" = stretch ] && [ -f "$root/stage-ucx/ucx.tar.xz" ]; then
