@@ -20,7 +20,9 @@ dir=${1:-$(mktemp -d)}
 mkdir -p "$dir/myapp/src" "$dir/myapp/kernels/src" "$dir/myapp/.cargo"
 version=
 if [ -n "$packaged" ]; then
-  bash "$repo/scripts/package.sh" >/dev/null
+  # Its verdict line (cargo publish --dry-run, or cargo package offline) shown; the listing kept.
+  bash "$repo/scripts/package.sh" >"$dir/package.log" || { cat "$dir/package.log"; exit 1; }
+  grep '^package.sh: ' "$dir/package.log"
   # Where package.sh wrote the .crate files.
   crates=$(cd "$repo" && realpath -m "${CARGO_TARGET_DIR:-target}/packaging/package")
   version=$(cd "$repo" && cargo pkgid --offline -p gpushmem | sed 's/.*[@#]//')
