@@ -350,8 +350,8 @@ fn trials() -> Vec<Trial> {
         t.extend(tests.into_iter().map(|(name, f)| {
             let why = if !nvshmem {
                 None
-            } else if name.starts_with("bulk::") {
-                Some("NVSHMEM engine: the bulk-copy probe kernels are built for the native engine only")
+            } else if name.starts_with(NATIVE_ONLY.0) {
+                Some(NATIVE_ONLY.1)
             } else if pes_in_name(&name).is_some_and(|n| n >= 2) {
                 Some("PEs as threads: NVSHMEM engine runs it with GPUSHMEM_TEST_ALL_AS_PROCESSES=1")
             } else {
@@ -376,6 +376,11 @@ fn trials() -> Vec<Trial> {
     t
 }
 
+/// Tests whose kernels exist only in the native engine's build, and why they
+/// are ignored on the NVSHMEM engine (as threads and as processes alike).
+const NATIVE_ONLY: (&str, &str) =
+    ("bulk::", "NVSHMEM engine: the bulk-copy probe kernels are built for the native engine only");
+
 /// Why a multi-PE test does not apply on the NVSHMEM engine (ignored with
 /// this reason there), or `None` where it does (and on the native engine).
 fn nvshmem_not_applicable(name: &str, n: usize) -> Option<&'static str> {
@@ -386,8 +391,8 @@ fn nvshmem_not_applicable(name: &str, n: usize) -> Option<&'static str> {
     if splits.iter().any(|p| name.starts_with(p)) && common::nvshmem_shares_gpu(n) {
         return Some("NVSHMEM engine, PEs sharing a GPU: NVSHMEM 3.4.5 cannot split teams there");
     }
-    if name.starts_with("bulk::") {
-        return Some("NVSHMEM engine: the bulk-copy probe kernels are built for the native engine only");
+    if name.starts_with(NATIVE_ONLY.0) {
+        return Some(NATIVE_ONLY.1);
     }
     if name.starts_with("collective::grid_forms") {
         return Some("NVSHMEM engine: the _grid forms are native-engine only (NVSHMEM has no grid-scope collectives)");

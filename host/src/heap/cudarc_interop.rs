@@ -82,10 +82,9 @@ impl<T> SymSlice<T> {
     ///
     /// # Panics
     /// When `range` is not inside the slice (as Rust's and cudarc's slices do).
-    pub fn slice(&self, range: impl RangeBounds<usize> + std::fmt::Debug) -> SymView<'_, T> {
-        let len = self.len;
-        let shown = format!("{range:?}");
-        self.try_slice(range).unwrap_or_else(|| panic!("SymSlice::slice: {shown} is out of bounds of {len} elements"))
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> SymView<'_, T> {
+        let shown = (range.start_bound().cloned(), range.end_bound().cloned());
+        self.try_slice(range).unwrap_or_else(|| out_of_bounds("slice", shown, self.len))
     }
 
     /// Elements `range` as a mutable view (`None` when the range is not inside).
@@ -97,12 +96,16 @@ impl<T> SymSlice<T> {
     ///
     /// # Panics
     /// When `range` is not inside the slice.
-    pub fn slice_mut(&mut self, range: impl RangeBounds<usize> + std::fmt::Debug) -> SymViewMut<'_, T> {
-        let len = self.len;
-        let shown = format!("{range:?}");
-        self.try_slice_mut(range)
-            .unwrap_or_else(|| panic!("SymSlice::slice_mut: {shown} is out of bounds of {len} elements"))
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> SymViewMut<'_, T> {
+        let (shown, len) = ((range.start_bound().cloned(), range.end_bound().cloned()), self.len);
+        self.try_slice_mut(range).unwrap_or_else(|| out_of_bounds("slice_mut", shown, len))
     }
+}
+
+/// The panic of `slice`/`slice_mut` (the message is made only when it happens).
+#[cold]
+fn out_of_bounds(call: &str, range: (Bound<usize>, Bound<usize>), len: usize) -> ! {
+    panic!("SymSlice::{call}: {range:?} is out of bounds of {len} elements")
 }
 
 /// The common part of both views.
